@@ -1,0 +1,162 @@
+//go:build unix
+
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// guardArg is the hidden first argument that makes leaderrun a guard.
+	guardArg = "__leaderrun-guard"
+	// The guard's inherited descriptors: the lifeline (read end; EOF means
+	// leaderrun is gone) and the status pipe (write end; the command's wait
+	// status goes there).
+	lifelineFD = 3
+	statusFD   = 4
+	// guardFailed is the guard's status when it cannot do its job at all,
+	// as timeout(1) and env(1) use 125 for their own failures.
+	guardFailed = 125
+)
+
+// guardSignals are caught and dropped by the guard: leaderrun sends every
+// signal to the whole group, so the command gets them directly, and the
+// guard must outlive the command. They are caught, not ignored, because an
+// ignored disposition would be inherited by the command across exec.
+var guardSignals = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGPIPE,
+}
+
+// RunGuard runs the guard when args (os.Args) ask for it; ok is false
+// otherwise, and then it has done nothing. leaderrun's entry point must call
+// it before anything else (before flag parsing, logging or signal set-up)
+// and exit with code when ok is true.
+//
+// The guard is internal to Start: it leads the command's process group,
+// starts the command as its child, drops the signals leaderrun sends to the
+// group, kills the group with SIGKILL when leaderrun dies, and reports the
+// command's wait status to leaderrun. It prints nothing except a one-line
+// message when the command cannot be executed (status 127 or 126). In ps it
+// shows as "leaderrun __leaderrun-guard PATH -- COMMAND [ARG...]". Run by
+// hand, it refuses (status 125): it would take over its caller's group.
+func RunGuard(args []string) (code int, ok bool) {
+	if len(args) < 2 || args[1] != guardArg {
+		return 0, false
+	}
+	return runGuard(args[2:]), true
+}
+
+// runGuard is the guard. args are the resolved path, "--", and the command's
+// argv.
+func runGuard(args []string) int {
+	if len(args) < 3 || args[1] != "--" {
+		return guardFail("malformed arguments")
+	}
+	path, argv := args[0], args[2:]
+	pgid := os.Getpid()
+	if unix.Getpgrp() != pgid {
+		return guardFail("not a process group leader")
+	}
+	for _, fd := range []int{lifelineFD, statusFD} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return guardFail(fmt.Sprintf("descriptor %d: %v", fd, err))
+		}
+		// Neither may reach the command: the lifeline must close when
+		// leaderrun dies, whatever the command does.
+		unix.CloseOnExec(fd)
+	}
+	lifeline := os.NewFile(lifelineFD, "lifeline")
+	status := os.NewFile(statusFD, "status")
+
+	caught := make(chan os.Signal, 16)
+	for _, s := range guardSignals {
+		// A signal ignored by whoever started leaderrun (nohup) stays
+		// ignored, for the guard and for the command.
+		if !signal.Ignored(s) {
+			signal.Notify(caught, s)
+		}
+	}
+	go func() {
+		for range caught {
+		}
+	}()
+
+	released := make(chan struct{})
+	go func() {
+		buf := make([]byte, 16)
+		for {
+			if _, err := lifeline.Read(buf); err != nil {
+				break
+			}
+		}
+		// leaderrun is gone (or done): nothing in the group may outlive it.
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+		close(released)
+	}()
+
+	code, sig := runCommand(path, argv)
+
+	// Leave the group for leaderrun's, so that the group now holds only what
+	// the command left behind and leaderrun can tell when it is empty. The
+	// lifeline keeps covering the group. If this fails (leaderrun has just
+	// died, say), leaderrun kills the guard when it sees it still there.
+	if ppg, err := unix.Getpgid(unix.Getppid()); err == nil {
+		_ = unix.Setpgid(0, ppg)
+	}
+	_, _ = status.WriteString(formatStatus(code, sig))
+	// Wait for leaderrun to dismiss the guard (SIGKILL) or to die.
+	<-released
+	if sig != 0 {
+		return 128 + int(sig)
+	}
+	return code
+}
+
+// runCommand runs the command as the guard's child, in the guard's group,
+// and returns how it ended.
+func runCommand(path string, argv []string) (code int, sig syscall.Signal) {
+	// The parent-death signal fires when the thread that started the child
+	// exits, not the process (golang/go#27505): keep this goroutine on its
+	// thread for the child's whole life.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        argv,
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		SysProcAttr: commandAttr(),
+	}
+	if err := cmd.Start(); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		fmt.Fprintf(os.Stderr, "leaderrun: %s: %v\n", path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 127, 0
+		}
+		return 126, 0
+	}
+	_ = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal()
+	}
+	return cmd.ProcessState.ExitCode(), 0
+}
+
+func guardFail(why string) int {
+	fmt.Fprintf(os.Stderr, "leaderrun: %s is internal to leaderrun: %s\n", guardArg, why)
+	return guardFailed
+}
