@@ -1,0 +1,629 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// leaser is the SDK's lease client for one blob and one lease ID.
+type leaser interface {
+	AcquireLease(ctx context.Context, duration int32, o *azlease.BlobAcquireOptions) (azlease.BlobAcquireResponse, error)
+	RenewLease(ctx context.Context, o *azlease.BlobRenewOptions) (azlease.BlobRenewResponse, error)
+	ReleaseLease(ctx context.Context, o *azlease.BlobReleaseOptions) (azlease.BlobReleaseResponse, error)
+	BreakLease(ctx context.Context, o *azlease.BlobBreakOptions) (azlease.BlobBreakResponse, error)
+}
+
+// blobber is the SDK's client for the blob itself.
+type blobber interface {
+	GetProperties(ctx context.Context, o *blob.GetPropertiesOptions) (blob.GetPropertiesResponse, error)
+	SetMetadata(ctx context.Context, metadata map[string]*string, o *blob.SetMetadataOptions) (blob.SetMetadataResponse, error)
+	Upload(ctx context.Context, body io.ReadSeekCloser, o *blockblob.UploadOptions) (blockblob.UploadResponse, error)
+}
+
+// containerCreator is the SDK's client for the blob's container.
+type containerCreator interface {
+	Create(ctx context.Context, o *container.CreateOptions) (container.CreateResponse, error)
+}
+
+var (
+	_ leaser           = (*azlease.BlobClient)(nil)
+	_ blobber          = (*blockblob.Client)(nil)
+	_ containerCreator = (*container.Client)(nil)
+)
+
+// Request bounds. Every request carries a context deadline; these are the
+// longest ones, shortened by the caller's deadline (and, on the renew path,
+// by the time left on the lease).
+const (
+	requestTimeout = 5 * time.Second // one request outside the renew path
+	tryTimeout     = 10 * time.Second
+	dialTimeout    = 5 * time.Second
+	tlsTimeout     = 5 * time.Second
+	headerTimeout  = 10 * time.Second
+)
+
+// The Azurite emulator's well-known account (public, documented by Microsoft).
+const (
+	devAccount  = "devstoreaccount1"
+	devKey      = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	devEndpoint = "http://127.0.0.1:10000/" + devAccount
+)
+
+// ClientConfig says where the lease blob is and how to authenticate. The
+// secrets (ConnectionString, AccountKey, SASToken) come from the environment
+// and never appear in a log line or an error.
+type ClientConfig struct {
+	Container, Blob string // the blob name may contain '/'
+	// Account is the storage account name; Endpoint the blob service URL,
+	// by default https://<account>.blob.core.windows.net. Endpoint
+	// overrides a connection string's BlobEndpoint.
+	Account, Endpoint string
+	// Credentials, used in this order: ConnectionString; Account +
+	// AccountKey; SASToken (with Account or Endpoint); otherwise Microsoft
+	// Entra ID through azidentity.DefaultAzureCredential.
+	ConnectionString, AccountKey, SASToken string
+	Logger                                 hclog.Logger
+}
+
+type authMode int
+
+const (
+	authEntra authMode = iota
+	authSharedKey
+	authSAS
+)
+
+func (a authMode) String() string {
+	switch a {
+	case authSharedKey:
+		return "shared key"
+	case authSAS:
+		return "SAS token"
+	}
+	return "Microsoft Entra ID"
+}
+
+// Client is one lease blob: its properties, and the requests an Elector and
+// a Lease make on it. It is safe for concurrent use.
+type Client struct {
+	url       string // the blob URL, never with a query string
+	container string
+	blobName  string
+	auth      authMode
+	secrets   []string // redacted from every error message
+
+	blob      blobber
+	cont      containerCreator
+	newLeaser func(leaseID string) (leaser, error)
+	log       hclog.Logger
+}
+
+// NewClient checks cfg and builds the SDK clients. It makes no request. A
+// configuration that cannot work is a *ConfigError.
+//
+// The SDK's own retries are off (leaderrun retries with its own deadlines),
+// every try is bounded, and the HTTP transport bounds dialing, the TLS
+// handshake and the wait for response headers, and speaks HTTP/1.1 only, so
+// that a request cut by its deadline takes its connection with it (a stuck
+// HTTP/2 connection would hang every later renewal until the lease is lost).
+func NewClient(cfg ClientConfig) (*Client, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if err := validateContainer(cfg.Container); err != nil {
+		return nil, err
+	}
+	if err := validateBlobName(cfg.Blob); err != nil {
+		return nil, err
+	}
+
+	c := &Client{container: cfg.Container, blobName: cfg.Blob, log: log.Named("lease")}
+	account, endpoint := cfg.Account, cfg.Endpoint
+	var key, sas string
+	switch {
+	case cfg.ConnectionString != "":
+		cs, err := parseConnectionString(cfg.ConnectionString)
+		if err != nil {
+			return nil, err
+		}
+		account, key, sas = cs.account, cs.key, cs.sas
+		if endpoint == "" {
+			endpoint = cs.endpoint
+		}
+		c.secrets = append(c.secrets, cfg.ConnectionString, cs.key, cs.sas)
+	case cfg.AccountKey != "":
+		if account == "" {
+			return nil, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
+		}
+		key = cfg.AccountKey
+		c.secrets = append(c.secrets, key)
+	case cfg.SASToken != "":
+		sas = strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
+		if sas == "" {
+			return nil, configErr("credentials", "AZURE_STORAGE_SAS_TOKEN is empty")
+		}
+		c.secrets = append(c.secrets, cfg.SASToken, sas)
+	}
+	switch {
+	case key != "":
+		c.auth = authSharedKey
+	case sas != "":
+		c.auth = authSAS
+	default:
+		c.auth = authEntra
+	}
+
+	if endpoint == "" {
+		if account == "" {
+			return nil, configErr("storage account", "no account and no endpoint: set AZURE_STORAGE_ACCOUNT (--account) or LEADERRUN_ENDPOINT (--endpoint)")
+		}
+		if err := validateAccount(account); err != nil {
+			return nil, err
+		}
+		endpoint = "https://" + account + ".blob.core.windows.net"
+	}
+	base, loopback, err := checkEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	containerURL := base + "/" + cfg.Container
+	c.url = containerURL + "/" + escapeBlobName(cfg.Blob)
+
+	opts := clientOptions(loopback && c.auth == authEntra)
+	var bb *blockblob.Client
+	var cc *container.Client
+	switch c.auth {
+	case authSharedKey:
+		cred, err := blob.NewSharedKeyCredential(account, key)
+		if err != nil {
+			return nil, configErr("credentials", "the account key is not valid base64")
+		}
+		if bb, err = blockblob.NewClientWithSharedKeyCredential(c.url, cred, (*blockblob.ClientOptions)(opts)); err == nil {
+			cc, err = container.NewClientWithSharedKeyCredential(containerURL, cred, (*container.ClientOptions)(opts))
+		}
+		if err != nil {
+			return nil, configErr("endpoint", "%s", c.sanitize(err))
+		}
+	case authSAS:
+		if bb, err = blockblob.NewClientWithNoCredential(c.url+"?"+sas, (*blockblob.ClientOptions)(opts)); err == nil {
+			cc, err = container.NewClientWithNoCredential(containerURL+"?"+sas, (*container.ClientOptions)(opts))
+		}
+		if err != nil {
+			return nil, configErr("endpoint", "%s", c.sanitize(err))
+		}
+	default:
+		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
+			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
+		})
+		if err != nil {
+			return nil, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
+				Hint: "no Microsoft Entra ID credential is configured on this host"}
+		}
+		if bb, err = blockblob.NewClient(c.url, cred, (*blockblob.ClientOptions)(opts)); err == nil {
+			cc, err = container.NewClient(containerURL, cred, (*container.ClientOptions)(opts))
+		}
+		if err != nil {
+			return nil, configErr("endpoint", "%s", c.sanitize(err))
+		}
+	}
+	c.blob, c.cont = bb, cc
+	c.newLeaser = func(id string) (leaser, error) {
+		return azlease.NewBlobClient(bb, &azlease.BlobClientOptions{LeaseID: &id})
+	}
+	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
+	return c, nil
+}
+
+// clientOptions: no SDK retries, a bounded try, a bounded transport.
+func clientOptions(allowHTTPToken bool) *blockblob.ClientOptions {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = tlsTimeout
+	tr.ResponseHeaderTimeout = headerTimeout
+	tr.ExpectContinueTimeout = time.Second
+	tr.IdleConnTimeout = 60 * time.Second
+	tr.ForceAttemptHTTP2 = false
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	tr.Protocols = &protocols
+	return &blockblob.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Retry:                           policy.RetryOptions{MaxRetries: -1, TryTimeout: tryTimeout},
+		Transport:                       &http.Client{Transport: tr},
+		InsecureAllowCredentialWithHTTP: allowHTTPToken,
+	}}
+}
+
+// URL is the blob's URL, without any query string, SAS or credential.
+func (c *Client) URL() string { return c.url }
+
+// Name is the blob name (the lease name).
+func (c *Client) Name() string { return c.blobName }
+
+// Container is the container name.
+func (c *Client) Container() string { return c.container }
+
+// State is a blob lease's state as the service reports it, or StateAbsent
+// for a blob (or container) that does not exist.
+type State string
+
+const (
+	StateAvailable State = "available"
+	StateLeased    State = "leased"
+	StateExpired   State = "expired"
+	StateBreaking  State = "breaking"
+	StateBroken    State = "broken"
+	StateAbsent    State = "absent"
+)
+
+// held reports whether an acquire would fail now.
+func (s State) held() bool { return s == StateLeased || s == StateBreaking }
+
+// Properties is what the blob says about its lease.
+type Properties struct {
+	Exists   bool
+	State    State
+	Metadata map[string]string // keys lowercased; never nil
+	Date     time.Time         // the service's Date response header; zero if absent
+
+	// Parsed from the metadata; zero if absent or malformed.
+	Holder        string
+	Term          int64
+	LeaseDuration time.Duration
+	AcquiredAt    time.Time
+
+	LastRun *RunRecord // nil if no run was recorded
+}
+
+// RunRecord is the last run recorded in the metadata (service times).
+type RunRecord struct {
+	Holder     string
+	Start, End time.Time // End is zero while running or if the run was cut
+	ExitCode   *int
+}
+
+// Properties reads the blob's properties and metadata (one read request).
+// A missing blob or container is not an error: Exists is false and State
+// is StateAbsent. Failures are *StorageError; a done ctx returns ctx.Err().
+func (c *Client) Properties(ctx context.Context) (*Properties, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	p, err := c.getProperties(rctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return p, err
+}
+
+// getProperties is Properties with the caller's deadline only.
+func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
+	resp, err := c.blob.GetProperties(ctx, nil)
+	if err != nil {
+		se := c.mapError("get properties", err)
+		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
+			return &Properties{State: StateAbsent, Metadata: map[string]string{}}, nil
+		}
+		return nil, se
+	}
+	state := StateAvailable
+	if resp.LeaseState != nil && *resp.LeaseState != "" {
+		state = State(*resp.LeaseState)
+	}
+	return newProperties(state, resp.Metadata, derefTime(resp.Date)), nil
+}
+
+// Break breaks the blob's lease, whoever holds it (no lease ID needed). The
+// lease stays unacquirable for period (0–60 s, whole seconds), or for what is
+// left of it if that is shorter, so that with period ≥ the holder's lease
+// duration the holder notices (its renewals fail) and stops its child before
+// anyone else can acquire. With period 0 the lease is broken at once: the old
+// holder's child may still run while a new holder starts. No lease to break
+// is an error wrapping ErrNotLeased.
+func (c *Client) Break(ctx context.Context, period time.Duration) error {
+	_, err := c.BreakLease(ctx, period)
+	return err
+}
+
+// BreakLease is Break, and also returns how long until the lease is broken,
+// as the service reports it.
+func (c *Client) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
+	if period < 0 || period > MaxDuration || period%time.Second != 0 {
+		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
+	}
+	l, err := c.newLeaser(uuid.NewString())
+	if err != nil {
+		return 0, c.mapError("break", err)
+	}
+	secs := int32(period / time.Second)
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := l.BreakLease(rctx, &azlease.BlobBreakOptions{BreakPeriod: &secs})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		se := c.mapError("break", err)
+		if se.kind == kindNotLeased || se.kind == kindBlobMissing || se.kind == kindContainerMissing {
+			return 0, fmt.Errorf("%w: nothing to break at %s", ErrNotLeased, c.url)
+		}
+		return 0, se
+	}
+	var left time.Duration
+	if resp.LeaseTime != nil {
+		left = time.Duration(*resp.LeaseTime) * time.Second
+	}
+	c.log.Debug("lease broken", "url", c.url, "period", period, "broken_in", left)
+	return left, nil
+}
+
+// acquire sends Acquire Lease for l's ID; it returns the service's Date.
+func (c *Client) acquire(ctx context.Context, l leaser, d time.Duration) (time.Time, error) {
+	resp, err := l.AcquireLease(ctx, int32(d/time.Second), nil)
+	if err != nil {
+		return time.Time{}, c.mapError("acquire", err)
+	}
+	return derefTime(resp.Date), nil
+}
+
+// renew sends Renew Lease; it returns the service's Date.
+func (c *Client) renew(ctx context.Context, l leaser) (time.Time, error) {
+	resp, err := l.RenewLease(ctx, nil)
+	if err != nil {
+		return time.Time{}, c.mapError("renew", err)
+	}
+	return derefTime(resp.Date), nil
+}
+
+// release sends Release Lease.
+func (c *Client) release(ctx context.Context, l leaser) error {
+	if _, err := l.ReleaseLease(ctx, nil); err != nil {
+		return c.mapError("release", err)
+	}
+	return nil
+}
+
+// setMetadata replaces the blob's metadata, with the lease ID as access
+// condition (only the holder can write); it returns the service's Date.
+func (c *Client) setMetadata(ctx context.Context, leaseID string, md map[string]string) (time.Time, error) {
+	m := make(map[string]*string, len(md))
+	for k, v := range md {
+		m[k] = &v
+	}
+	resp, err := c.blob.SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{
+		LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID},
+	}})
+	if err != nil {
+		return time.Time{}, c.mapError("set metadata", err)
+	}
+	return derefTime(resp.Date), nil
+}
+
+// ensureBlob creates the container (when missing) and the zero-length lock
+// blob with If-None-Match: *, so that an existing blob is never overwritten.
+// Someone else creating either first is fine.
+func (c *Client) ensureBlob(ctx context.Context, containerMissing bool) error {
+	if containerMissing {
+		if _, err := c.cont.Create(ctx, nil); err != nil {
+			if se := c.mapError("create container", err); se.kind != kindExists {
+				return se
+			}
+		} else {
+			c.log.Info("created container", "container", c.container)
+		}
+	}
+	ifNoneMatch := azcore.ETagAny
+	_, err := c.blob.Upload(ctx, nopSeekCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &ifNoneMatch}},
+	})
+	if err != nil {
+		se := c.mapError("create blob", err)
+		switch {
+		case se.kind == kindExists, se.StatusCode == http.StatusPreconditionFailed:
+			return nil // it exists (possibly leased by whoever created it)
+		case se.kind == kindContainerMissing && !containerMissing:
+			return c.ensureBlob(ctx, true)
+		}
+		return se
+	}
+	c.log.Info("created lease blob", "url", c.url)
+	return nil
+}
+
+type nopSeekCloser struct{ *bytes.Reader }
+
+func (nopSeekCloser) Close() error { return nil }
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// connString is a parsed storage connection string.
+type connString struct {
+	account, key, sas, endpoint string
+}
+
+// parseConnectionString reads the Azure Storage connection string format.
+// Errors name the problem, never the string's content.
+func parseConnectionString(s string) (connString, error) {
+	fields := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return connString{}, configErr("connection string", "a part is not Key=Value")
+		}
+		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	if strings.EqualFold(fields["usedevelopmentstorage"], "true") {
+		if fields["developmentstorageproxyuri"] != "" {
+			return connString{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
+		}
+		// The Go SDK refuses this shorthand: spell out Azurite's defaults.
+		return connString{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
+	}
+	cs := connString{
+		account:  fields["accountname"],
+		key:      fields["accountkey"],
+		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
+		endpoint: fields["blobendpoint"],
+	}
+	if cs.key == "" && cs.sas == "" {
+		return connString{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
+	}
+	if cs.key != "" && cs.account == "" {
+		return connString{}, configErr("connection string", "AccountKey needs AccountName")
+	}
+	if cs.endpoint == "" {
+		if cs.account == "" {
+			return connString{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
+		}
+		if err := validateAccount(cs.account); err != nil {
+			return connString{}, err
+		}
+		proto := strings.ToLower(fields["defaultendpointsprotocol"])
+		if proto == "" {
+			proto = "https"
+		}
+		if proto != "https" && proto != "http" {
+			return connString{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
+		}
+		suffix := fields["endpointsuffix"]
+		if suffix == "" {
+			suffix = "core.windows.net"
+		}
+		cs.endpoint = proto + "://" + cs.account + ".blob." + suffix
+	}
+	return cs, nil
+}
+
+// checkEndpoint validates the blob service URL and returns it without a
+// trailing slash, and whether its host is loopback. Plain http is refused
+// unless the host is loopback (Azurite); a query string is refused (a SAS
+// token belongs in AZURE_STORAGE_SAS_TOKEN). Errors never echo the URL.
+func checkEndpoint(endpoint string) (string, bool, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "", false, configErr("endpoint", "not an absolute URL like https://account.blob.core.windows.net")
+	}
+	if u.User != nil {
+		return "", false, configErr("endpoint", "user information in the URL is not allowed")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false, configErr("endpoint", "a query string or fragment is not allowed (put a SAS token in AZURE_STORAGE_SAS_TOKEN)")
+	}
+	loopback := isLoopback(u.Hostname())
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !loopback {
+			return "", false, configErr("endpoint", "plain http:// to %s is refused: use https (http is allowed to loopback only)", u.Hostname())
+		}
+	default:
+		return "", false, configErr("endpoint", "scheme %q: want https", u.Scheme)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	return strings.TrimRight(u.String(), "/"), loopback, nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validateContainer applies Azure's container naming rules.
+func validateContainer(name string) error {
+	bad := func(why string) error { return configErr("container name", "%q: %s", name, why) }
+	if len(name) < 3 || len(name) > 63 {
+		return bad("must be 3 to 63 characters long")
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+		case ch == '-':
+			if i == 0 || i == len(name)-1 {
+				return bad("must start and end with a letter or digit")
+			}
+			if name[i-1] == '-' {
+				return bad("must not contain consecutive hyphens")
+			}
+		default:
+			return bad("only lowercase letters, digits and hyphens are allowed")
+		}
+	}
+	return nil
+}
+
+// validateBlobName refuses names that Azure rejects or that a URL would
+// rewrite: empty, longer than 1024 characters, control characters, empty,
+// "." or ".." path segments, or a trailing dot.
+func validateBlobName(name string) error {
+	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
+	switch {
+	case name == "":
+		return configErr("lease name", "empty: set --lease (LEADERRUN_LEASE)")
+	case len(name) > 1024:
+		return bad("longer than 1024 characters")
+	case strings.HasSuffix(name, "."):
+		return bad("must not end with a dot")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return bad("control characters and backslashes are not allowed")
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return bad(`empty, "." and ".." path segments are not allowed`)
+		}
+	}
+	return nil
+}
+
+// validateAccount applies Azure's account naming rules (it becomes a host name).
+func validateAccount(name string) error {
+	if len(name) < 3 || len(name) > 24 {
+		return configErr("storage account", "%q: must be 3 to 24 characters long", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if ch := name[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9') {
+			return configErr("storage account", "%q: only lowercase letters and digits are allowed", name)
+		}
+	}
+	return nil
+}
+
+func escapeBlobName(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}

@@ -1,0 +1,508 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Bounds and defaults.
+const (
+	MinDuration         = 15 * time.Second // Azure's shortest finite lease
+	MaxDuration         = 60 * time.Second // Azure's longest finite lease
+	DefaultDuration     = 15 * time.Second
+	DefaultPollInterval = 2 * time.Second
+
+	// killMargin: the child must be dead 1 s before the lease could pass
+	// on, and SIGKILL gets 500 ms to take effect.
+	killMargin = 1500 * time.Millisecond
+	// minRetryWindow: the time between the first renewal and StopAt must
+	// leave room for retries.
+	minRetryWindow = time.Second
+	// giveUpAfter: Acquire gives up after this much consecutive failure to
+	// reach the storage.
+	giveUpAfter = 10 * time.Second
+	// releaseTimeout bounds a release, from a fresh context.
+	releaseTimeout = 5 * time.Second
+	// maxRenewRequest bounds one renew request.
+	maxRenewRequest = 3 * time.Second
+	minPollInterval = 100 * time.Millisecond
+	maxIdentityLen  = 256
+)
+
+// Config is how an Elector acquires and keeps the lease.
+type Config struct {
+	// Duration is the lease duration: whole seconds from 15s to 60s; 0
+	// means 15s. Infinite leases are refused.
+	Duration time.Duration
+	// RenewInterval is how often the keeper renews: more than 0 and at
+	// most Duration/2; 0 means Duration/3.
+	RenewInterval time.Duration
+	// KillGrace is the child's grace between the stop signal and SIGKILL.
+	// The keeper's StopBudget is min(KillGrace, Duration/3).
+	KillGrace time.Duration
+	// PollInterval is how often a waiting follower reads the blob, ±20 %
+	// jitter; 0 means 2s.
+	PollInterval time.Duration
+	// Identity names this holder in the metadata: printable ASCII, at most
+	// 256 characters. Version is written as leaderrunversion.
+	Identity, Version string
+	Logger            hclog.Logger
+}
+
+// StopBudget is the time between the stop signal and SIGKILL when the
+// keeper loses the lease: min(KillGrace, Duration/3). Valid after NewElector.
+func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
+
+// withDefaults checks cfg and fills its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Duration == 0 {
+		cfg.Duration = DefaultDuration
+	}
+	d := cfg.Duration
+	if d < MinDuration || d > MaxDuration || d%time.Second != 0 {
+		return cfg, configErr("lease duration", "%s: want whole seconds from 15s to 60s (infinite leases are refused)", d)
+	}
+	if cfg.RenewInterval == 0 {
+		cfg.RenewInterval = d / 3
+	}
+	if cfg.RenewInterval < time.Second || cfg.RenewInterval > d/2 {
+		return cfg, configErr("renew interval", "%s: want at least 1s and at most half the lease duration (%s)", cfg.RenewInterval, d/2)
+	}
+	if cfg.KillGrace < 0 {
+		return cfg, configErr("kill grace", "%s: must not be negative", cfg.KillGrace)
+	}
+	if window := d - killMargin - cfg.StopBudget() - cfg.RenewInterval; window < minRetryWindow {
+		return cfg, configErr("renew interval", "%s leaves %s for retries before the stop deadline: want at least %s", cfg.RenewInterval, window, minRetryWindow)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.PollInterval < minPollInterval {
+		return cfg, configErr("poll interval", "%s: want at least %s", cfg.PollInterval, minPollInterval)
+	}
+	if err := checkHeaderValue("identity", cfg.Identity, maxIdentityLen); err != nil {
+		return cfg, err
+	}
+	if cfg.Version == "" {
+		cfg.Version = "unknown"
+	}
+	if err := checkHeaderValue("version", cfg.Version, 64); err != nil {
+		return cfg, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return cfg, nil
+}
+
+// checkHeaderValue: metadata travels in HTTP headers.
+func checkHeaderValue(field, v string, maxLen int) error {
+	if v == "" {
+		return configErr(field, "empty")
+	}
+	if len(v) > maxLen {
+		return configErr(field, "longer than %d characters", maxLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return configErr(field, "%s: only printable ASCII is allowed", strconv.Quote(v))
+		}
+	}
+	if v[0] == ' ' || v[len(v)-1] == ' ' {
+		return configErr(field, "%q: leading or trailing spaces are not allowed", v)
+	}
+	return nil
+}
+
+// Elector acquires the lease for one holder.
+//
+// It does not guarantee that only one holder acts at a time: it guarantees,
+// with the keeper, that this holder learns of the loss (Lease.Lost) in time
+// to stop its child before another holder can acquire. Fencing the child's
+// writes needs the term (LEADERRUN_TERM).
+type Elector struct {
+	c   *Client
+	cfg Config
+	log hclog.Logger
+}
+
+// NewElector checks cfg (a *ConfigError if it cannot be safe) and returns an
+// Elector for c's blob.
+func NewElector(c *Client, cfg Config) (*Elector, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Elector{c: c, cfg: cfg, log: cfg.Logger.Named("lease")}, nil
+}
+
+// Config returns the checked configuration, defaults filled in.
+func (e *Elector) Config() Config { return e.cfg }
+
+// WaitOptions says how Acquire waits.
+type WaitOptions struct {
+	NoWait  bool          // try once: held by someone else → *HeldError
+	Timeout time.Duration // 0 waits for ever; on expiry → *HeldError
+	// OncePer skips (a *SkipError) when a run started less than OncePer ago
+	// by the service's clock: found after acquiring (the lease is released
+	// first), or, as a contender, on the current holder's run (even with
+	// NoWait). 0 is off.
+	OncePer time.Duration
+	// OnWait, if set, is called when the wait starts and when the holder
+	// changes while waiting, on Acquire's goroutine: it must not block.
+	OnWait func(p *Properties)
+}
+
+// Acquire acquires the lease, waiting for it as w says, and writes the new
+// term to the blob's metadata. The returned Lease is held but not yet kept:
+// call Keep before starting the child.
+//
+// Errors: *HeldError (ErrHeld) when not acquired with NoWait or by Timeout;
+// *SkipError (ErrSkipped) for a once-per skip; *StorageError
+// (ErrUnavailable) when the storage refuses (400, 401, 403, …: at once) or
+// cannot be reached for 10 s in a row (network, 408, 429, 5xx: retried with
+// backoff); ctx.Err() when ctx ends (promptly, whatever is in flight).
+//
+// Followers poll with reads: after one optimistic acquire, a waiting
+// follower reads the blob's properties every PollInterval (±20 %) and sends
+// an acquire only when the lease is neither leased nor breaking.
+func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
+	if w.Timeout < 0 {
+		return nil, configErr("timeout", "%s: must not be negative", w.Timeout)
+	}
+	if w.OncePer < 0 {
+		return nil, configErr("once-per window", "%s: must not be negative", w.OncePer)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a := &attempt{e: e, w: w, leaseID: uuid.NewString()}
+	if w.Timeout > 0 {
+		a.deadline = time.Now().Add(w.Timeout)
+	}
+	l, err := a.run(ctx)
+	if err != nil {
+		a.cleanup(ctx)
+	}
+	return l, err
+}
+
+// attempt is the state of one Acquire call.
+type attempt struct {
+	e        *Elector
+	w        WaitOptions
+	deadline time.Time // zero: no timeout
+	// leaseID is proposed at every try of this Acquire call: re-acquiring
+	// with the same ID is idempotent, so a lost answer cannot make us
+	// wait for our own lease.
+	leaseID string
+	// unsure: an acquire with leaseID may have succeeded unseen (or a
+	// release failed); cleanup releases it.
+	unsure bool
+
+	reqStart  time.Time   // when the latest request was sent
+	failSince time.Time   // when the first request of the current run of failures was sent
+	failures  int         // failures in that run
+	seen      *Properties // the latest held state read
+	notified  string      // holder and term last passed to OnWait
+	contended int         // acquires refused although a read said free
+}
+
+// errHeldNow: the acquire was refused because the lease is held.
+var errHeldNow = errors.New("lease: held (acquire refused)")
+
+func (a *attempt) run(ctx context.Context) (*Lease, error) {
+	read := false // the first step is one optimistic acquire
+	for {
+		if read {
+			rctx, cancel := a.requestCtx(ctx)
+			p, err := a.e.c.getProperties(rctx)
+			cancel()
+			if err != nil {
+				if err := a.failed(ctx, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			a.succeeded()
+			if p.State.held() {
+				a.contended = 0
+				if withinWindow(p, a.w.OncePer) {
+					return nil, skipError(p, a.w.OncePer)
+				}
+				a.seen = p
+				if a.w.NoWait || a.expired() {
+					return nil, heldError(p)
+				}
+				a.notify(p)
+				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		read = true
+		l, err := a.try(ctx)
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, errHeldNow):
+			a.succeeded()
+			a.contended++
+			if a.contended > 1 {
+				// A read said free, the acquire said held: do not spin.
+				if a.w.NoWait || a.expired() {
+					return nil, heldError(a.seen)
+				}
+				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
+					return nil, err
+				}
+			}
+		default:
+			var se *StorageError
+			if !errors.As(err, &se) {
+				return nil, err // *SkipError
+			}
+			if err := a.failed(ctx, se); err != nil {
+				return nil, err
+			}
+			read = false // retry the acquire
+		}
+	}
+}
+
+// try sends one acquire (creating the container and blob if missing) and,
+// if it succeeds, reads the metadata and writes the new term.
+func (a *attempt) try(ctx context.Context) (*Lease, error) {
+	c, cfg := a.e.c, a.e.cfg
+	lsr, err := c.newLeaser(a.leaseID)
+	if err != nil {
+		return nil, c.mapError("acquire", err)
+	}
+	sent, date, err := a.acquire(ctx, lsr)
+	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
+		rctx, cancel := a.requestCtx(ctx)
+		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
+		cancel()
+		if cerr != nil {
+			return nil, cerr
+		}
+		sent, date, err = a.acquire(ctx, lsr)
+	}
+	if se := asStorageError(err); se != nil {
+		switch {
+		case se.kind == kindTransient:
+			a.unsure = true // the answer may have been lost
+		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
+			se.kind = kindTransient // deleted right after we created it
+		case se.kind == kindHeld || se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusPreconditionFailed:
+			return nil, errHeldNow
+		}
+		return nil, se
+	}
+	a.unsure = true
+	l := newLease(c, cfg, lsr, a.leaseID, sent, date)
+	if err := a.claim(ctx, l); err != nil {
+		a.releaseQuietly(ctx, lsr)
+		return nil, err
+	}
+	a.unsure = false
+	a.e.log.Debug("acquired lease", "url", c.url, "term", l.Term, "identity", cfg.Identity)
+	return l, nil
+}
+
+// claim reads the metadata of a just-acquired lease, checks once-per, and
+// writes holder and term (keeping every other key). Its requests must end
+// before the lease's stop deadline: a lease is never handed over with a
+// term that was not written.
+func (a *attempt) claim(ctx context.Context, l *Lease) error {
+	c, cfg := a.e.c, a.e.cfg
+	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
+	defer cancel()
+	p, err := c.getProperties(rctx)
+	if err != nil {
+		return err
+	}
+	if !p.Exists {
+		return &StorageError{Op: "get properties", StatusCode: 404, Code: "BlobNotFound", kind: kindTransient}
+	}
+	if withinWindow(p, a.w.OncePer) {
+		return skipError(p, a.w.OncePer)
+	}
+	stored, err := parseTerm(p.Metadata[mdTerm])
+	if err != nil {
+		return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
+			Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
+	}
+	acquiredAt := l.AcquiredAt
+	if acquiredAt.IsZero() {
+		acquiredAt = p.Date
+	}
+	md := mergeMetadata(p.Metadata, map[string]string{
+		mdHolder:        cfg.Identity,
+		mdTerm:          strconv.FormatInt(stored+1, 10),
+		mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
+		mdAcquiredAt:    formatTime(acquiredAt),
+		mdVersion:       cfg.Version,
+	})
+	date, err := c.setMetadata(rctx, l.ID, md)
+	if err != nil {
+		return err
+	}
+	l.Term, l.AcquiredAt, l.meta = stored+1, acquiredAt, md
+	l.sawDate(p.Date)
+	l.sawDate(date)
+	return nil
+}
+
+// releaseQuietly releases a lease this attempt will not hand over, from a
+// fresh bounded context (ctx may be done). If it fails, cleanup tries again.
+func (a *attempt) releaseQuietly(ctx context.Context, lsr leaser) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := a.e.c.release(rctx, lsr)
+	if se := asStorageError(err); se == nil || se.leaseGone() {
+		a.unsure = false
+		return
+	}
+	a.e.log.Debug("release after a failed claim failed", "error", err)
+}
+
+// cleanup releases a lease that this attempt may hold unseen.
+func (a *attempt) cleanup(ctx context.Context) {
+	if !a.unsure {
+		return
+	}
+	if lsr, err := a.e.c.newLeaser(a.leaseID); err == nil {
+		a.releaseQuietly(ctx, lsr)
+	}
+}
+
+// acquire sends one Acquire Lease; sent is when (t_ok if it succeeds).
+func (a *attempt) acquire(ctx context.Context, lsr leaser) (sent, date time.Time, err error) {
+	rctx, cancel := a.requestCtx(ctx)
+	defer cancel()
+	sent = time.Now()
+	date, err = a.e.c.acquire(rctx, lsr, a.e.cfg.Duration)
+	return sent, date, err
+}
+
+// requestCtx bounds one request: requestTimeout, the caller's ctx, and the
+// wait's deadline while it is ahead.
+func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	a.reqStart = time.Now()
+	d := a.reqStart.Add(requestTimeout)
+	if !a.deadline.IsZero() && a.deadline.After(time.Now()) {
+		d = minTime(d, a.deadline)
+	}
+	return context.WithDeadline(ctx, d)
+}
+
+// failed records a storage failure. It returns the error to give up with,
+// or nil after sleeping a backoff.
+func (a *attempt) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	se := asStorageError(err)
+	if se == nil {
+		return err
+	}
+	if !se.Transient() {
+		return se
+	}
+	now := time.Now()
+	if a.failSince.IsZero() {
+		a.failSince = a.reqStart
+	}
+	a.failures++
+	if a.expired() && a.seen != nil {
+		return heldError(a.seen) // the wait is over; the last thing known is a holder
+	}
+	if now.Sub(a.failSince) >= giveUpAfter || a.expired() {
+		return se
+	}
+	delay := backoff(a.failures)
+	a.e.log.Warn("storage request failed, retrying", "error", se, "retry_in", delay)
+	return a.sleep(ctx, delay)
+}
+
+func (a *attempt) succeeded() { a.failSince, a.failures = time.Time{}, 0 }
+
+func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
+
+// sleep waits d, or until the wait's deadline, or until ctx ends.
+func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
+	if !a.deadline.IsZero() {
+		d = min(d, time.Until(a.deadline))
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// notify tells OnWait when the wait starts and when the holder changes.
+func (a *attempt) notify(p *Properties) {
+	key := p.Holder + "\x00" + strconv.FormatInt(p.Term, 10)
+	if key == a.notified {
+		return
+	}
+	a.notified = key
+	a.e.log.Debug("waiting for the lease", "holder", p.Holder, "term", p.Term, "state", p.State)
+	if a.w.OnWait != nil {
+		a.w.OnWait(p)
+	}
+}
+
+func asStorageError(err error) *StorageError {
+	var se *StorageError
+	if errors.As(err, &se) {
+		return se
+	}
+	return nil
+}
+
+// backoff is 200 ms doubling to 2 s, ±20 % jitter; n counts from 1.
+func backoff(n int) time.Duration {
+	d := 200 * time.Millisecond
+	for i := 1; i < n && d < 2*time.Second; i++ {
+		d *= 2
+	}
+	return jitter(min(d, 2*time.Second), 0.2)
+}
+
+// jitter spreads d by ±frac.
+func jitter(d time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,527 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func newTestElector(t *testing.T, s *fakeStore, identity string) *Elector {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Identity = identity
+	e, err := NewElector(s.client(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestAcquireFreeLeaseFastPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.setAllow(opAcquire, opGetProps, opSetMeta, opRelease)
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Term != 1 || l.Identity != "vm-1" || l.ID == "" || l.URL != s.client().url || l.Name != "lock" {
+			t.Errorf("lease = %+v", l)
+		}
+		if l.AcquiredAt.IsZero() || l.Duration != 15*time.Second || l.StopBudget != 5*time.Second {
+			t.Errorf("lease = %+v", l)
+		}
+		md := s.metadata()
+		want := map[string]string{"holder": "vm-1", "term": "1", "leaseduration": "15",
+			"acquiredat": formatTime(l.AcquiredAt), "leaderrunversion": "test"}
+		for k, v := range want {
+			if md[k] != v {
+				t.Errorf("metadata %s = %q, want %q", k, md[k], v)
+			}
+		}
+		if n := s.count(opAcquire); n != 1 {
+			t.Errorf("acquires = %d, want 1", n)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAcquireCreatesContainerAndBlob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.containerExists, s.blobExists = false, false
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for op, want := range map[string]int{opAcquire: 2, opContainer: 1, opUpload: 1, opGetProps: 1, opSetMeta: 1} {
+			if n := s.count(op); n != want {
+				t.Errorf("%s calls = %d, want %d", op, n, want)
+			}
+		}
+		if l.Term != 1 {
+			t.Errorf("term = %d", l.Term)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAcquireNeverOverwritesAnExistingBlob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.content = "precious"
+		// The first acquire says the blob is missing (someone creates it
+		// in between): the upload must not overwrite it.
+		var once sync.Once
+		s.setHook(func(ctx context.Context, op string) error {
+			var err error
+			if op == opAcquire {
+				once.Do(func() { err = respErr(http.StatusNotFound, "BlobNotFound") })
+			}
+			return err
+		})
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.content != "precious" || s.count(opUpload) != 1 || s.count(opContainer) != 0 {
+			t.Errorf("content %q, uploads %d, container creates %d", s.content, s.count(opUpload), s.count(opContainer))
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestFollowerPollsWithReadsOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.holdBy("other", time.Hour, map[string]string{"holder": "vm-3", "term": "7"})
+		s.setAllow(opAcquire, opGetProps, opSetMeta, opRelease)
+		var waits []string
+		e := newTestElector(t, s, "vm-1")
+		t0 := time.Now()
+		type result struct {
+			l   *Lease
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			l, err := e.Acquire(context.Background(), WaitOptions{OnWait: func(p *Properties) {
+				waits = append(waits, p.Holder)
+			}})
+			done <- result{l, err}
+		}()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := s.count(opAcquire); n != 1 {
+			t.Errorf("acquires while leased = %d, want only the optimistic one", n)
+		}
+		// A read at once, then one every 2 s ± 20 %.
+		if n := s.count(opGetProps); n < 13 || n > 20 {
+			t.Errorf("reads in 30 s = %d, want 13..20", n)
+		}
+		released := time.Now()
+		s.releaseBy()
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if d := time.Since(released); d > 2400*time.Millisecond {
+			t.Errorf("acquired %v after the release, want within one poll interval", d)
+		}
+		if r.l.Term != 8 {
+			t.Errorf("term = %d, want 8", r.l.Term)
+		}
+		if len(waits) != 1 || waits[0] != "vm-3" {
+			t.Errorf("OnWait calls %q, want one for vm-3", waits)
+		}
+		_ = t0
+		if err := r.l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAcquireHeld(t *testing.T) {
+	since := time.Date(1999, 12, 31, 23, 0, 0, 0, time.UTC)
+	held := map[string]string{"holder": "vm-3", "term": "7", "acquiredat": formatTime(since)}
+	wantHeld := func(t *testing.T, err error) {
+		t.Helper()
+		var he *HeldError
+		if !errors.As(err, &he) || !errors.Is(err, ErrHeld) {
+			t.Fatalf("err = %v, want *HeldError", err)
+		}
+		if he.Holder != "vm-3" || he.Term != 7 || !he.Since.Equal(since) {
+			t.Errorf("HeldError = %+v", he)
+		}
+		if !strings.Contains(err.Error(), "vm-3") {
+			t.Errorf("message %q does not name the holder", err)
+		}
+	}
+	t.Run("no wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, held)
+			s.setAllow(opAcquire, opGetProps)
+			t0 := time.Now()
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+			wantHeld(t, err)
+			if time.Since(t0) != 0 || s.count(opAcquire) != 1 || s.count(opGetProps) != 1 {
+				t.Errorf("took %v, %d acquires, %d reads", time.Since(t0), s.count(opAcquire), s.count(opGetProps))
+			}
+		})
+	})
+	t.Run("timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, held)
+			s.setAllow(opAcquire, opGetProps)
+			t0 := time.Now()
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{Timeout: 10 * time.Second})
+			wantHeld(t, err)
+			if d := time.Since(t0); d != 10*time.Second {
+				t.Errorf("gave up after %v, want 10s", d)
+			}
+		})
+	})
+	t.Run("context ends the wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, held)
+			s.setAllow(opAcquire, opGetProps)
+			ctx, cancel := context.WithCancel(context.Background())
+			t0 := time.Now()
+			time.AfterFunc(5*time.Second, cancel)
+			_, err := newTestElector(t, s, "vm-1").Acquire(ctx, WaitOptions{})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if d := time.Since(t0); d != 5*time.Second {
+				t.Errorf("returned after %v, want at once at 5s", d)
+			}
+		})
+	})
+}
+
+func TestTermGrowsAcrossHolders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		a, b := newTestElector(t, s, "vm-a"), newTestElector(t, s, "vm-b")
+		for i, e := range []*Elector{a, b, a} {
+			l, err := e.Acquire(context.Background(), WaitOptions{NoWait: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Term != int64(i+1) {
+				t.Errorf("acquisition %d: term %d", i+1, l.Term)
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if md := s.metadata(); md["term"] != "3" || md["holder"] != "vm-a" {
+			t.Errorf("metadata %v", md)
+		}
+	})
+}
+
+func TestMetadataKeepsForeignKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.meta = map[string]string{"Owner": "team-x", "Term": "41", "lastrunend": "2000-01-01T00:00:00Z", "lastexit": "3"}
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := s.metadata()
+		if md["owner"] != "team-x" || md["term"] != "42" || l.Term != 42 || md["holder"] != "vm-1" {
+			t.Errorf("after acquire: %v", md)
+		}
+		time.Sleep(3 * time.Second)
+		if err := l.RecordRunStart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		md = s.metadata()
+		if md["owner"] != "team-x" || md["lastrunholder"] != "vm-1" || md["lastrunend"] != "" || md["lastexit"] != "" {
+			t.Errorf("after RecordRunStart: %v", md)
+		}
+		// Service time: the latest Date plus the time since, to the second.
+		if want := formatTime(time.Now().UTC().Truncate(time.Second)); md["lastrunstart"] != want {
+			t.Errorf("lastrunstart = %s, want %s", md["lastrunstart"], want)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if err := l.RecordRunEnd(context.Background(), 3); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.client().Properties(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Metadata["owner"] != "team-x" || p.LastRun == nil || p.LastRun.Holder != "vm-1" ||
+			p.LastRun.ExitCode == nil || *p.LastRun.ExitCode != 3 || p.LastRun.End.Sub(p.LastRun.Start) != time.Second {
+			t.Errorf("after RecordRunEnd: %+v %+v", p, p.LastRun)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAcquireRefusesAMalformedTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.meta = map[string]string{"term": "seven"}
+		_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		var se *StorageError
+		if !errors.As(err, &se) || se.Transient() {
+			t.Fatalf("err = %v, want a permanent StorageError", err)
+		}
+		if s.leaseState() != StateAvailable || s.metadata()["term"] != "seven" {
+			t.Errorf("state %s, metadata %v: want released and untouched", s.leaseState(), s.metadata())
+		}
+	})
+}
+
+func TestOncePer(t *testing.T) {
+	t.Run("after acquiring", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			start := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+			s.meta = map[string]string{"term": "4", "lastrunstart": formatTime(start), "lastrunholder": "vm-2"}
+			s.setAllow(opAcquire, opGetProps, opRelease)
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			var se *SkipError
+			if !errors.As(err, &se) || !errors.Is(err, ErrSkipped) {
+				t.Fatalf("err = %v, want *SkipError", err)
+			}
+			if se.Holder != "vm-2" || !se.Start.Equal(start) || se.Window != 4*time.Minute {
+				t.Errorf("SkipError = %+v", se)
+			}
+			if s.leaseState() != StateAvailable || s.count(opRelease) != 1 || s.metadata()["term"] != "4" {
+				t.Errorf("state %s, releases %d, term %s: want released before returning, term untouched",
+					s.leaseState(), s.count(opRelease), s.metadata()["term"])
+			}
+		})
+	})
+	t.Run("contender, even with no-wait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			start := time.Now().Add(-30 * time.Second).UTC()
+			s.holdBy("other", time.Hour, map[string]string{"holder": "vm-2", "lastrunstart": formatTime(start), "lastrunholder": "vm-2"})
+			s.setAllow(opAcquire, opGetProps)
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			if !errors.Is(err, ErrSkipped) {
+				t.Fatalf("err = %v, want ErrSkipped", err)
+			}
+			_, err = newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+			if !errors.Is(err, ErrHeld) {
+				t.Fatalf("without once-per: err = %v, want ErrHeld", err)
+			}
+		})
+	})
+	t.Run("outside the window", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.meta = map[string]string{"lastrunstart": formatTime(time.Now().Add(-5 * time.Minute)), "lastrunholder": "vm-2"}
+			l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("held and outside the window", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, map[string]string{"lastrunstart": formatTime(time.Now().Add(-5 * time.Minute))})
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			if !errors.Is(err, ErrHeld) {
+				t.Fatalf("err = %v, want ErrHeld", err)
+			}
+		})
+	})
+}
+
+func TestFailedTermWriteReleasesAndRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		var once sync.Once
+		s.setHook(func(ctx context.Context, op string) error {
+			var err error
+			if op == opSetMeta {
+				once.Do(func() { err = respErr(http.StatusServiceUnavailable, "ServerBusy") })
+			}
+			return err
+		})
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.count(opRelease) != 1 || s.count(opAcquire) != 2 || l.Term != 1 || s.metadata()["term"] != "1" {
+			t.Errorf("releases %d, acquires %d, term %d / %s", s.count(opRelease), s.count(opAcquire), l.Term, s.metadata()["term"])
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAcquireStorageFailures(t *testing.T) {
+	sasURL := "https://acct.blob.core.windows.net/c/lock?comp=lease&sv=2024&sig=SECRETSIG"
+	for _, tc := range []struct {
+		name      string
+		err       error
+		wantAfter time.Duration // 0: at once
+		status    int
+	}{
+		{"403 at once", respErr(http.StatusForbidden, "AuthorizationPermissionMismatch"), 0, 403},
+		{"400 at once", respErr(http.StatusBadRequest, "InvalidHeaderValue"), 0, 400},
+		{"503 for 10 s", respErr(http.StatusServiceUnavailable, "ServerBusy"), giveUpAfter, 503},
+		{"429 for 10 s", respErr(http.StatusTooManyRequests, "TooManyRequests"), giveUpAfter, 429},
+		{"network for 10 s", &url.Error{Op: "Put", URL: sasURL, Err: errors.New("connection refused")}, giveUpAfter, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				s.setHook(func(ctx context.Context, op string) error { return tc.err })
+				t0 := time.Now()
+				_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+				var se *StorageError
+				if !errors.As(err, &se) || !errors.Is(err, ErrUnavailable) || se.StatusCode != tc.status {
+					t.Fatalf("err = %v, want a StorageError with status %d", err, tc.status)
+				}
+				d := time.Since(t0)
+				if tc.wantAfter == 0 && d != 0 {
+					t.Errorf("gave up after %v, want at once", d)
+				}
+				if tc.wantAfter > 0 && (d < tc.wantAfter || d > tc.wantAfter+3*time.Second) {
+					t.Errorf("gave up after %v, want about %v", d, tc.wantAfter)
+				}
+				if strings.Contains(err.Error(), "SECRETSIG") || strings.Contains(err.Error(), "sig=") {
+					t.Errorf("error leaks the SAS: %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestAcquireRecoversFromATransientFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		s.holdBy("other", time.Hour, map[string]string{"holder": "vm-3"})
+		var (
+			mu    sync.Mutex
+			reads int
+		)
+		s.setHook(func(ctx context.Context, op string) error {
+			if op != opGetProps {
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			reads++
+			switch reads {
+			case 2:
+				<-ctx.Done() // storage hangs for a while
+				return ctx.Err()
+			case 3:
+				return respErr(http.StatusServiceUnavailable, "ServerBusy")
+			}
+			return nil
+		})
+		go func() {
+			time.Sleep(30 * time.Second)
+			s.releaseBy()
+		}()
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	ok := testConfig()
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" = valid
+	}{
+		{"defaults", func(c *Config) {}, ""},
+		{"zero duration means 15s", func(c *Config) { c.Duration = 0 }, ""},
+		{"60s", func(c *Config) { c.Duration = 60 * time.Second }, ""},
+		{"10s", func(c *Config) { c.Duration = 10 * time.Second }, "lease duration"},
+		{"61s", func(c *Config) { c.Duration = 61 * time.Second }, "lease duration"},
+		{"15.5s", func(c *Config) { c.Duration = 15500 * time.Millisecond }, "lease duration"},
+		{"infinite", func(c *Config) { c.Duration = -1 }, "lease duration"},
+		{"renew d/2", func(c *Config) { c.Duration = 20 * time.Second; c.RenewInterval = 10 * time.Second }, ""},
+		{"renew > d/2", func(c *Config) { c.RenewInterval = 7501 * time.Millisecond }, "renew interval"},
+		{"renew negative", func(c *Config) { c.RenewInterval = -time.Second }, "renew interval"},
+		{"renew too fast", func(c *Config) { c.RenewInterval = 10 * time.Millisecond }, "renew interval"},
+		{"negative grace", func(c *Config) { c.KillGrace = -1 }, "kill grace"},
+		{"zero grace", func(c *Config) { c.KillGrace = 0 }, ""},
+		{"poll too fast", func(c *Config) { c.PollInterval = time.Millisecond }, "poll interval"},
+		{"no identity", func(c *Config) { c.Identity = "" }, "identity"},
+		{"non-ASCII identity", func(c *Config) { c.Identity = "vm-é" }, "identity"},
+		{"newline in identity", func(c *Config) { c.Identity = "vm\n1" }, "identity"},
+		{"long identity", func(c *Config) { c.Identity = strings.Repeat("x", 257) }, "identity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.edit(&cfg)
+			e, err := NewElector(&Client{}, cfg)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				got := e.Config()
+				if got.RenewInterval == 0 || got.PollInterval == 0 || got.Duration == 0 || got.Logger == nil {
+					t.Errorf("defaults not filled: %+v", got)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Fatalf("err = %v, want a ConfigError for %s", err, tc.field)
+			}
+		})
+	}
+	t.Run("derived", func(t *testing.T) {
+		e, err := NewElector(&Client{}, Config{Duration: 30 * time.Second, KillGrace: 20 * time.Second, Identity: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.Config()
+		if c.RenewInterval != 10*time.Second || c.StopBudget() != 10*time.Second || c.PollInterval != 2*time.Second || c.Version != "unknown" {
+			t.Errorf("config %+v, stop budget %v", c, c.StopBudget())
+		}
+	})
+	t.Run("wait options", func(t *testing.T) {
+		e, err := NewElector(&Client{}, ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []WaitOptions{{Timeout: -1}, {OncePer: -1}} {
+			var ce *ConfigError
+			if _, err := e.Acquire(context.Background(), w); !errors.As(err, &ce) {
+				t.Errorf("%+v: err = %v, want a ConfigError", w, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,329 @@
+package lease
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+)
+
+// Sentinel errors. Test for them with errors.Is; the typed errors below
+// carry the details.
+var (
+	// ErrHeld: the lease is held by another holder and was not acquired
+	// (no-wait, or the wait timed out). See *HeldError.
+	ErrHeld = errors.New("lease: held by another holder")
+	// ErrSkipped: a run started within the once-per window. See *SkipError.
+	ErrSkipped = errors.New("lease: skipped: a run started within the once-per window")
+	// ErrUnavailable: the storage is unreachable, or refused or did not
+	// authorize the request. See *StorageError.
+	ErrUnavailable = errors.New("lease: storage unavailable")
+	// ErrLost: leadership was lost while held. See *LostError.
+	ErrLost = errors.New("lease: leadership lost")
+	// ErrNotLeased: Break found no lease to break (or no blob).
+	ErrNotLeased = errors.New("lease: not leased")
+)
+
+// ConfigError is a configuration that cannot work or cannot be safe: an
+// invalid container or blob name, a missing account, a plain-http endpoint
+// that is not loopback, a lease duration outside 15–60 s, … It never contains
+// a secret.
+type ConfigError struct {
+	Field string // what is wrong: "container name", "lease duration", …
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "lease: invalid " + e.Field + ": " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(field, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// HeldError reports that the lease is held by someone else. errors.Is(err,
+// ErrHeld) is true.
+type HeldError struct {
+	Holder string    // the holder's identity from the blob's metadata; "" if unknown
+	Since  time.Time // when its term began (service time); zero if unknown
+	Term   int64     // its term; 0 if unknown
+}
+
+func (e *HeldError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrHeld.Error())
+	if e.Holder != "" {
+		fmt.Fprintf(&b, ": %s", e.Holder)
+	}
+	if e.Term != 0 {
+		fmt.Fprintf(&b, ", term %d", e.Term)
+	}
+	if !e.Since.IsZero() {
+		fmt.Fprintf(&b, ", since %s", e.Since.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+func heldError(p *Properties) *HeldError {
+	if p == nil {
+		return &HeldError{}
+	}
+	return &HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term}
+}
+
+// SkipError reports a --once-per skip: a run started less than Window ago,
+// by the service's clock. errors.Is(err, ErrSkipped) is true.
+type SkipError struct {
+	Holder string        // who started that run
+	Start  time.Time     // when it started (service time)
+	Window time.Duration // the once-per window
+}
+
+func (e *SkipError) Error() string {
+	who := e.Holder
+	if who == "" {
+		who = "unknown holder"
+	}
+	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window",
+		who, e.Start.UTC().Format(time.RFC3339), e.Window)
+}
+
+func (e *SkipError) Unwrap() error { return ErrSkipped }
+
+// StorageError is a failed storage request. errors.Is(err, ErrUnavailable)
+// is true. Its message holds the operation, the HTTP status and Azure error
+// code when the service answered, a sanitized cause otherwise (no query
+// string, no SAS signature, no key), and a hint at what to do when there is
+// one.
+type StorageError struct {
+	Op         string // "acquire", "renew", "get properties", …
+	StatusCode int    // HTTP status; 0 when no answer came
+	Code       string // Azure error code (x-ms-error-code); "" if none
+	Hint       string // what to do, when known
+	Err        error  // sanitized cause when no answer came; nil otherwise
+
+	kind    errKind
+	summary string // what happened when no answer came; "storage unreachable" if empty
+}
+
+func (e *StorageError) Error() string {
+	var b strings.Builder
+	b.WriteString("lease: ")
+	b.WriteString(e.Op)
+	if e.StatusCode != 0 {
+		code := e.Code
+		if code == "" {
+			code = http.StatusText(e.StatusCode)
+		}
+		fmt.Fprintf(&b, ": storage answered %d %s", e.StatusCode, code)
+	} else if e.summary != "" {
+		b.WriteString(": ")
+		b.WriteString(e.summary)
+	} else {
+		b.WriteString(": storage unreachable")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the sanitized cause.
+func (e *StorageError) Unwrap() error { return e.Err }
+
+// Is reports ErrUnavailable.
+func (e *StorageError) Is(target error) bool { return target == ErrUnavailable }
+
+// Transient reports whether the failure may go away by itself (network,
+// timeouts, 408, 429, 5xx), as opposed to a refusal (400, 401, 403, …).
+func (e *StorageError) Transient() bool { return e.kind == kindTransient }
+
+// leaseGone reports an answer meaning that a lease held with a known ID is
+// no longer ours: 409 or 412 on a lease operation, or 404.
+func (e *StorageError) leaseGone() bool {
+	switch e.kind {
+	case kindConflict, kindHeld, kindNotLeased, kindBlobMissing, kindContainerMissing:
+		return true
+	}
+	return e.StatusCode == http.StatusConflict || e.StatusCode == http.StatusPreconditionFailed ||
+		e.StatusCode == http.StatusNotFound
+}
+
+// LostError says why leadership was lost and when the child must be stopped.
+// errors.Is(err, ErrLost) is true.
+type LostError struct {
+	// Reason is what happened: no renewal succeeded in time, or the service
+	// said the lease is gone (a *StorageError with the code).
+	Reason error
+	// StopAt is when the stop signal should be sent: now, or already passed.
+	// It carries a monotonic clock reading.
+	StopAt time.Time
+	// KillBy is when SIGKILL must be sent at the latest, so that the child
+	// is dead before t_ok + Duration − 1 s. Monotonic too.
+	KillBy time.Time
+}
+
+func (e *LostError) Error() string { return ErrLost.Error() + ": " + e.Reason.Error() }
+func (e *LostError) Unwrap() error { return e.Reason }
+
+// Is reports ErrLost.
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+
+// errKind is how a storage failure is handled.
+type errKind int
+
+const (
+	kindTransient        errKind = iota // retry: network, timeout, 408, 429, 5xx
+	kindPermanent                       // give up: 400, 401, 403, unknown 4xx, bad TLS, no credential
+	kindHeld                            // 409 LeaseAlreadyPresent / LeaseIsBreakingAndCannotBeAcquired
+	kindNotLeased                       // 409 LeaseNotPresentWithLeaseOperation
+	kindConflict                        // any other 409 or 412
+	kindBlobMissing                     // 404 BlobNotFound (or a 404 without a code)
+	kindContainerMissing                // 404 ContainerNotFound
+	kindExists                          // 409 BlobAlreadyExists / ContainerAlreadyExists
+)
+
+// mapError is the one place where SDK and network errors are classified and
+// turned into a *StorageError. It never keeps the original error, whose text
+// may hold the request URL with its SAS signature.
+func (c *Client) mapError(op string, err error) *StorageError {
+	var se *StorageError
+	if errors.As(err, &se) {
+		return se
+	}
+	se = &StorageError{Op: op}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		se.StatusCode, se.Code = re.StatusCode, re.ErrorCode
+		switch {
+		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
+			se.kind = kindContainerMissing
+		case re.StatusCode == http.StatusNotFound && (re.ErrorCode == "" || bloberror.HasCode(err, bloberror.BlobNotFound)):
+			se.kind = kindBlobMissing
+		case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.LeaseIsBreakingAndCannotBeAcquired):
+			se.kind = kindHeld
+		case bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation):
+			se.kind = kindNotLeased
+		case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ContainerAlreadyExists):
+			se.kind = kindExists
+		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
+			se.kind = kindTransient
+		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
+			se.kind = kindConflict
+		case re.StatusCode == http.StatusRequestTimeout || re.StatusCode == http.StatusTooManyRequests ||
+			re.StatusCode >= 500:
+			se.kind = kindTransient
+		default:
+			se.kind = kindPermanent
+		}
+		se.Hint = c.hint(se, err)
+		return se
+	}
+
+	se.Err = errors.New(c.sanitize(err))
+	var (
+		nonRetriable interface{ NonRetriable() }
+		dnsErr       *net.DNSError
+		certErr      *tls.CertificateVerificationError
+		unknownCA    x509.UnknownAuthorityError
+		hostErr      x509.HostnameError
+		invalidCert  x509.CertificateInvalidError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		se.kind = kindTransient
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		se.kind = kindPermanent
+		se.Hint = "no such host: check the account name or the endpoint"
+	case errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
+		errors.As(err, &invalidCert):
+		se.kind = kindPermanent
+		se.Hint = "the endpoint's TLS certificate is not trusted by this host"
+	case errors.As(err, &nonRetriable):
+		// The SDK marks credential failures (no Entra ID token) this way.
+		se.kind, se.summary = kindPermanent, "no credential"
+		if c.auth == authEntra {
+			se.Hint = "no Microsoft Entra ID credential worked: on Azure VMs enable a managed identity; " +
+				"elsewhere use 'az login', or set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN"
+		}
+	default:
+		se.kind = kindTransient
+	}
+	return se
+}
+
+// hint says what to do about an answer, where there is something to do.
+func (c *Client) hint(se *StorageError, err error) string {
+	permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
+		bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
+	switch {
+	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
+		switch c.auth {
+		case authEntra:
+			if permission {
+				return "grant this identity the 'Storage Blob Data Contributor' role on container " +
+					c.container + " or on the storage account"
+			}
+			return "the identity was refused: check its role ('Storage Blob Data Contributor' on container " +
+				c.container + " or on the account), its tenant, and the account's network rules"
+		case authSAS:
+			if permission {
+				return "the SAS token lacks a permission: it needs read, add, create and write on the blob " +
+					"(and create on the container if it does not exist)"
+			}
+			return "the SAS token is invalid, expired, lacks a permission, or is not allowed from this address"
+		default:
+			return "check the account name and key, this host's clock (key-signed requests carry its time), " +
+				"and the account's network rules"
+		}
+	case se.kind == kindPermanent && se.StatusCode == http.StatusNotFound:
+		return "check the account name and the endpoint"
+	}
+	return ""
+}
+
+var (
+	urlQuery  = regexp.MustCompile(`(?i)(https?://[^\s"'?]*)\?[^\s"']*`)
+	sigParam  = regexp.MustCompile(`(?i)sig=[^&\s"']*`)
+	rules     = regexp.MustCompile(`-{4,}`) // the SDK's section separators
+	whitespce = regexp.MustCompile(`\s+`)
+)
+
+// maxCauseLen bounds a sanitized cause, so that an error stays one log line.
+const maxCauseLen = 400
+
+// sanitize renders err without secrets: URLs lose their query string, SAS
+// signatures and the client's own secrets are redacted, and whitespace is
+// folded so that the text fits on one line.
+func (c *Client) sanitize(err error) string {
+	s := err.Error()
+	s = urlQuery.ReplaceAllString(s, "$1")
+	s = sigParam.ReplaceAllString(s, "sig=REDACTED")
+	for _, secret := range c.secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "REDACTED")
+		}
+	}
+	s = rules.ReplaceAllString(s, " ")
+	s = strings.TrimSpace(whitespce.ReplaceAllString(s, " "))
+	if len(s) > maxCauseLen {
+		s = s[:maxCauseLen] + "…"
+	}
+	return s
+}
