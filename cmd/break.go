@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+type breakOptions struct {
+	loc locationOptions
+	now bool
+}
+
+// defaultBreakPeriod is used when the holder did not record its lease
+// duration: the shortest lease Azure grants.
+const defaultBreakPeriod = 15 * time.Second
+
+func newBreakCmd(a *app) *cobra.Command {
+	o := &breakOptions{}
+	c := &cobra.Command{
+		Use:   "break -l NAME [--now]",
+		Short: "Break a stuck lease (operator action)",
+		Long: `break ends the current lease on NAME. By default the break period equals the
+lease duration the holder recorded (15s if none), so the holder's next renewal
+fails and it stops its command before any other host can acquire the lease.
+
+--now breaks with period 0: the lease is free at once, and the old holder's
+command may still run for up to one lease duration next to the new holder's.
+Use it only when the old holder is known to be gone.
+
+Breaking a lease that is not held does nothing and exits 0.`,
+		Example: `  leaderrun break -l cron/report
+  leaderrun break -l cron/report --now   # the old holder is known to be dead`,
+		Args: unexpectedArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.loc.complete(c.Flags()); err != nil {
+				return err
+			}
+			return runBreak(c.Context(), a, o)
+		},
+	}
+	o.loc.addFlags(c.Flags())
+	c.Flags().BoolVar(&o.now, "now", false, "break with period 0: free at once, the old holder may still be running")
+	return c
+}
+
+func runBreak(ctx context.Context, a *app, o *breakOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	client, err := o.loc.client(a.log)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	p, err := client.Properties(rctx)
+	if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.loc.lease, err))
+	}
+	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
+		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease, "state", p.State)
+		return nil
+	}
+	period := p.LeaseDuration
+	if period <= 0 {
+		period = defaultBreakPeriod
+	}
+	if o.now {
+		period = 0
+		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
+			"lease", o.loc.lease, "holder", p.Holder)
+	}
+	if err := client.Break(rctx, period); errors.Is(err, lease.ErrNotLeased) {
+		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease)
+		return nil
+	} else if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", o.loc.lease, err))
+	}
+	if period > 0 {
+		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", o.loc.lease,
+			"holder", p.Holder, "term", p.Term, "free_in", period)
+	} else {
+		a.log.Info("lease broken", "lease", o.loc.lease, "holder", p.Holder, "term", p.Term)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"usage", usagef("bad"), 64},
+		{"wrapped usage", fmt.Errorf("x: %w", usagef("bad")), 64},
+		{"cobra's own", errors.New(`unknown flag: --bogus`), 64},
+		{"exit with reason", exitWith(69, errors.New("unreachable")), 69},
+		{"exit without reason", exitWith(3, nil), 3},
+		{"lost", exitWith(exitLost, errors.New("lost")), 76},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.err); got != tt.want {
+				t.Fatalf("exitCode = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSignal(t *testing.T) {
+	tests := []struct {
+		in   string
+		want syscall.Signal
+		ok   bool
+	}{
+		{"TERM", syscall.SIGTERM, true},
+		{"SIGTERM", syscall.SIGTERM, true},
+		{"int", syscall.SIGINT, true},
+		{"9", syscall.SIGKILL, true},
+		{"HUP", syscall.SIGHUP, true},
+		{"BOGUS", 0, false},
+		{"0", 0, false},
+		{"99", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseSignal(tt.in)
+			if (err == nil) != tt.ok || got != tt.want {
+				t.Fatalf("parseSignal(%q) = %v, %v", tt.in, got, err)
+			}
+			var ue *usageError
+			if err != nil && !errors.As(err, &ue) {
+				t.Fatalf("error %v is not a usage error", err)
+			}
+		})
+	}
+}
+
+func TestDurationValue(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30", 30 * time.Second, true},
+		{"30s", 30 * time.Second, true},
+		{"1m", time.Minute, true},
+		{"soon", 0, false},
+	}
+	for _, tt := range tests {
+		var d durationValue
+		err := d.Set(tt.in)
+		if (err == nil) != tt.ok || time.Duration(d) != tt.want {
+			t.Errorf("Set(%q) = %v, %v", tt.in, time.Duration(d), err)
+		}
+	}
+}
+
+// run executes leaderrun in-process with args; only for paths that stop
+// before any storage request.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("LEADERRUN_LEASE", "")
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no command", []string{"-l", "x"}, "missing COMMAND"},
+		{"nothing at all", nil, "Usage:"},
+		{"command without --", []string{"-l", "x", "true"}, "after --"},
+		{"args before --", []string{"-l", "x", "true", "--", "false"}, "before --"},
+		{"missing lease", []string{"--", "true"}, "missing lease name"},
+		{"unknown flag", []string{"-l", "x", "--bogus", "--", "true"}, "unknown flag"},
+		{"negative timeout", []string{"-l", "x", "-w", "-1s", "--", "true"}, "--timeout"},
+		{"conflict code range", []string{"-l", "x", "-E", "300", "--", "true"}, "conflict-exit-code"},
+		{"zero poll", []string{"-l", "x", "--poll-interval", "0", "--", "true"}, "busy loop"},
+		{"bad signal", []string{"-l", "x", "--kill-signal", "NOPE", "--", "true"}, "kill-signal"},
+		{"bad log level", []string{"--log-level", "loud", "-l", "x", "--", "true"}, "log-level"},
+		{"bad log format", []string{"--log-format", "xml", "-l", "x", "--", "true"}, "log-format"},
+		{"status output", []string{"status", "-l", "x", "-o", "yaml"}, "--output"},
+		{"status args", []string{"status", "-l", "x", "extra"}, "unexpected arguments"},
+		{"status missing lease", []string{"status"}, "missing lease name"},
+		{"unknown command", []string{"statsu", "-l", "x"}, "after --"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(t, tt.args...)
+			if code != 64 {
+				t.Fatalf("exit %d, want 64; stderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Fatalf("stderr does not mention %q:\n%s", tt.want, stderr)
+			}
+		})
+	}
+}
+
+func TestEnvDefaults(t *testing.T) {
+	t.Setenv("LEADERRUN_LEASE_DURATION", "soon")
+	code, _, stderr := run(t, "-l", "x", "--", "true")
+	if code != 64 || !strings.Contains(stderr, "LEADERRUN_LEASE_DURATION") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"break", "--help"}, {"version", "--help"}} {
+		code, out, _ := run(t, args...)
+		if code != 0 || !strings.Contains(out, "Examples:") {
+			t.Errorf("%v: exit %d, no examples:\n%s", args, code, out)
+		}
+	}
+}

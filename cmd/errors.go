@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+// storageExit maps an error from the lease package to leaderrun's exit
+// status: a configuration it refuses is a usage error (64), anything else is
+// storage that is unreachable, unauthorized or refused (69).
+func storageExit(err error) error {
+	var ce *lease.ConfigError
+	if errors.As(err, &ce) {
+		return &usageError{err: err}
+	}
+	return exitWith(exitUnavailable, err)
+}
+
+// acquireExit maps what ended the wait for the lease.
+func acquireExit(err error, sig syscall.Signal, o *runOptions) error {
+	var held *lease.HeldError
+	switch {
+	case sig != 0 && errors.Is(err, context.Canceled):
+		return exitWith(exitSignalBase+int(sig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(sig), o.loc.lease))
+	case errors.As(err, &held):
+		why := "--no-wait"
+		if !o.noWait {
+			why = fmt.Sprintf("--timeout %s passed", o.timeout)
+		}
+		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, holderText(held.Holder, held.Since), why))
+	}
+	return storageExit(err)
+}
+
+func holderText(holder string, since time.Time) string {
+	if holder == "" {
+		holder = "another holder"
+	}
+	if since.IsZero() {
+		return holder
+	}
+	return fmt.Sprintf("%s since %s", holder, since.UTC().Format(time.RFC3339))
+}

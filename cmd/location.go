@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+// locationOptions say where the lease blob lives; run, status and break share
+// them. Credentials are read from the environment only, never from flags,
+// because flags show up in ps.
+type locationOptions struct {
+	lease     string
+	container string
+	account   string
+	endpoint  string
+}
+
+func (o *locationOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.lease, "lease", "l", "", "lease name: the blob's name, may contain '/' (env LEADERRUN_LEASE; required)")
+	fs.StringVar(&o.container, "container", "leaderrun", "container of the lease blob, created if missing (env LEADERRUN_CONTAINER)")
+	fs.StringVar(&o.account, "account", "", "storage account name (env AZURE_STORAGE_ACCOUNT)")
+	fs.StringVar(&o.endpoint, "endpoint", "", "blob service URL (env LEADERRUN_ENDPOINT; default https://ACCOUNT.blob.core.windows.net)")
+}
+
+var locationEnv = map[string]string{
+	"lease":     "LEADERRUN_LEASE",
+	"container": "LEADERRUN_CONTAINER",
+	"account":   "AZURE_STORAGE_ACCOUNT",
+	"endpoint":  "LEADERRUN_ENDPOINT",
+}
+
+func (o *locationOptions) complete(fs *pflag.FlagSet) error {
+	if err := envDefaults(fs, locationEnv); err != nil {
+		return err
+	}
+	if o.lease == "" {
+		return usagef("missing lease name: use -l NAME or LEADERRUN_LEASE")
+	}
+	return nil
+}
+
+// client builds the storage client; a configuration it cannot accept is a
+// usage error (64).
+func (o *locationOptions) client(log hclog.Logger) (*lease.Client, error) {
+	c, err := lease.NewClient(lease.ClientConfig{
+		Container:        o.container,
+		Blob:             o.lease,
+		Account:          o.account,
+		Endpoint:         o.endpoint,
+		ConnectionString: os.Getenv("AZURE_STORAGE_CONNECTION_STRING"),
+		AccountKey:       os.Getenv("AZURE_STORAGE_KEY"),
+		SASToken:         os.Getenv("AZURE_STORAGE_SAS_TOKEN"),
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, storageExit(err)
+	}
+	return c, nil
+}

@@ -1,0 +1,168 @@
+// Package cmd holds leaderrun's command line: it parses and validates flags,
+// wires the lease and the runner together, and decides the exit status.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/runner"
+)
+
+// Execute runs leaderrun with os.Args and returns the exit status.
+func Execute() int {
+	if code, ok := runner.RunGuard(os.Args); ok {
+		return code
+	}
+	return execute(os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// execute is Execute with its arguments and outputs given, for tests.
+func execute(args []string, stdout, stderr io.Writer) int {
+	app := &app{stdout: stdout, stderr: stderr, log: newLogger(stderr, logOptions{level: "info"})}
+	root := newRootCmd(app)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	code := exitCode(err)
+	if err != nil {
+		app.report(err, code)
+	}
+	return code
+}
+
+// app is what every command shares: where output goes and the logger that
+// the persistent flags configure.
+type app struct {
+	stdout, stderr io.Writer
+	logOpts        logOptions
+	log            hclog.Logger
+}
+
+// report writes the one plain line that precedes a non-zero exit of
+// leaderrun's own.
+func (a *app) report(err error, code int) {
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		if ee.err != nil {
+			a.log.Error(ee.err.Error())
+		}
+	case errors.As(err, &ue):
+		a.log.Error(ue.Error() + " (see 'leaderrun --help')")
+	default:
+		// cobra's own parse errors: unknown command, bad flag value
+		a.log.Error(err.Error() + " (see 'leaderrun --help')")
+	}
+	_ = code
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	opts := &runOptions{}
+	root := &cobra.Command{
+		Use:   "leaderrun -l NAME [flags] -- COMMAND [ARG...]",
+		Short: "Run a command only while this host holds an Azure blob lease",
+		Long: `leaderrun runs COMMAND only while this host holds leadership, where
+leadership is a lease on an Azure Storage blob. Every host of a fleet runs the
+same line; at most one of them runs COMMAND at any moment.
+
+The child never outlives the lease: if renewals stop succeeding, COMMAND's
+whole process group is sent the stop signal and then SIGKILL before the lease
+could pass to another host. On Linux, COMMAND and everything it started are
+killed at once if leaderrun itself is killed (kill -9); on other systems
+there is no parent-death signal and they are stopped only when the lease is
+lost or leaderrun exits normally.
+
+Credentials come from the environment only, in this order:
+AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY,
+AZURE_STORAGE_SAS_TOKEN, otherwise Microsoft Entra ID (managed identity,
+workload identity, service principal, Azure CLI login).`,
+		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
+  */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m -- /opt/report.sh
+
+  # a hot-standby service under systemd
+  ExecStart=/usr/bin/leaderrun -l scheduler -- /usr/bin/scheduler --serve
+
+  # a migration in a scale set's deploy script: wait up to 10 minutes
+  leaderrun -l deploy/migrate -w 10m -- ./migrate.sh
+
+  # who holds it, and what ran last
+  leaderrun status -l cron/report`,
+		Args:          opts.args,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       versionString(),
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return a.setupLog(c)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := opts.complete(c, args); err != nil {
+				return err
+			}
+			return runLeader(c.Context(), a, opts)
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	addLogFlags(root.PersistentFlags(), &a.logOpts)
+	opts.addFlags(root.Flags())
+	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a), newManCmd(a))
+	return root
+}
+
+// envDefaults applies environment variables to flags the command line did
+// not set. Flags name their variable in their usage text.
+func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
+	for flag, name := range env {
+		f := fs.Lookup(flag)
+		if f == nil || f.Changed {
+			continue
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok || v == "" {
+			continue
+		}
+		if err := fs.Set(flag, v); err != nil {
+			return usagef("invalid %s=%q: %v", name, v, err)
+		}
+	}
+	return nil
+}
+
+// splitCommand returns COMMAND [ARG...], which must follow "--".
+func splitCommand(c *cobra.Command, args []string) ([]string, error) {
+	dash := c.ArgsLenAtDash()
+	switch {
+	case dash < 0 && len(args) > 0:
+		return nil, usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
+	case dash > 0:
+		return nil, usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
+	case len(args) == 0:
+		return nil, usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
+	}
+	return args, nil
+}
+
+func unexpectedArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+	}
+	return nil
+}
+
+func quoteArgs(argv []string) string {
+	q := make([]string, len(argv))
+	for i, s := range argv {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, " ")
+}

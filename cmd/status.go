@@ -1,0 +1,181 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+type statusOptions struct {
+	loc    locationOptions
+	output string
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	o := &statusOptions{}
+	c := &cobra.Command{
+		Use:   "status -l NAME [-o text|json]",
+		Short: "Show who holds a lease, since when, and what ran last",
+		Long: `status reads the lease blob (one read, no lease operation) and prints its URL
+(without any secret), the lease state (available, leased, expired, breaking,
+broken, or never held), the holder, the fencing term, since when it is held,
+and the last run: who ran it, when it started and ended, and its exit status.
+Times are the storage service's. Exit status 0, or 69 when the storage cannot
+be read.`,
+		Example: `  leaderrun status -l cron/report
+  leaderrun status -l cron/report -o json | jq .holder`,
+		Args: unexpectedArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.loc.complete(c.Flags()); err != nil {
+				return err
+			}
+			if o.output != "text" && o.output != "json" {
+				return usagef("invalid --output %q: use text or json", o.output)
+			}
+			return runStatus(c.Context(), a, o)
+		},
+	}
+	o.loc.addFlags(c.Flags())
+	c.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return c
+}
+
+// statusJSON is status -o json: camelCase keys as the Azure CLI prints them;
+// absent values are null.
+type statusJSON struct {
+	URL        string       `json:"url"`
+	State      string       `json:"state"`
+	Holder     *string      `json:"holder"`
+	Term       *int64       `json:"term"`
+	AcquiredAt *time.Time   `json:"acquiredAt"`
+	LastRun    *lastRunJSON `json:"lastRun"`
+}
+
+type lastRunJSON struct {
+	Holder   *string    `json:"holder"`
+	Start    *time.Time `json:"start"`
+	End      *time.Time `json:"end"`
+	ExitCode *int       `json:"exitCode"`
+}
+
+func runStatus(ctx context.Context, a *app, o *statusOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	client, err := o.loc.client(a.log)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	p, err := client.Properties(rctx)
+	if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.loc.lease, err))
+	}
+	if o.output == "json" {
+		return writeJSON(a.stdout, toStatusJSON(client.URL(), p))
+	}
+	writeStatusText(a.stdout, o.loc.lease, client.URL(), p)
+	return nil
+}
+
+func toStatusJSON(url string, p *lease.Properties) statusJSON {
+	s := statusJSON{URL: url, State: string(p.State)}
+	if p.Holder != "" {
+		s.Holder = &p.Holder
+	}
+	if p.Term > 0 {
+		s.Term = &p.Term
+	}
+	if !p.AcquiredAt.IsZero() {
+		t := p.AcquiredAt.UTC()
+		s.AcquiredAt = &t
+	}
+	if r := p.LastRun; r != nil {
+		lr := &lastRunJSON{ExitCode: r.ExitCode}
+		if r.Holder != "" {
+			lr.Holder = &r.Holder
+		}
+		if !r.Start.IsZero() {
+			t := r.Start.UTC()
+			lr.Start = &t
+		}
+		if !r.End.IsZero() {
+			t := r.End.UTC()
+			lr.End = &t
+		}
+		s.LastRun = lr
+	}
+	return s
+}
+
+func writeStatusText(w io.Writer, name, url string, p *lease.Properties) {
+	now := p.Date
+	if now.IsZero() {
+		now = time.Now()
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	defer tw.Flush()
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("lease", name)
+	row("url", url)
+	if !p.Exists {
+		row("state", "never held (the blob does not exist yet)")
+		return
+	}
+	row("state", string(p.State))
+	if p.Holder != "" {
+		holder := p.Holder
+		if p.State != lease.StateLeased && p.State != lease.StateBreaking {
+			holder += " (last holder)"
+		}
+		row("holder", holder)
+	}
+	if p.Term > 0 {
+		row("term", fmt.Sprint(p.Term))
+	}
+	if !p.AcquiredAt.IsZero() {
+		row("since", stamp(p.AcquiredAt, now))
+	}
+	if r := p.LastRun; r != nil {
+		var b strings.Builder
+		b.WriteString(r.Holder)
+		if !r.Start.IsZero() {
+			fmt.Fprintf(&b, ", started %s", stamp(r.Start, now))
+		}
+		switch {
+		case !r.End.IsZero() && r.ExitCode != nil:
+			fmt.Fprintf(&b, ", ended %s, exit %d", stamp(r.End, now), *r.ExitCode)
+		case !r.End.IsZero():
+			fmt.Fprintf(&b, ", ended %s", stamp(r.End, now))
+		default:
+			b.WriteString(", not ended")
+		}
+		row("last run", b.String())
+	} else {
+		row("last run", "none recorded")
+	}
+}
+
+// stamp prints a service time with how long ago it was by the service's clock.
+func stamp(t, now time.Time) string {
+	ago := now.Sub(t).Truncate(time.Second)
+	if ago < 0 {
+		ago = 0
+	}
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), ago)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
