@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// childMain is lrchild, the COMMAND that the end-to-end scripts run under
+// leaderrun. It records its life so the scripts can check what happened.
+func childMain() {
+	fs := flag.NewFlagSet("lrchild", flag.ExitOnError)
+	logPath := fs.String("log", "", "append begin/beat/end records to this file")
+	runFor := fs.Duration("for", 0, "run this long, then exit")
+	wait := fs.Bool("wait", false, "run until a signal ends it")
+	exitCode := fs.Int("exit", 0, "exit with this status")
+	touch := fs.String("touch", "", "create this file once running")
+	envFile := fs.String("env", "", "write the LEADERRUN_* environment to this file")
+	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM")
+	onTerm := fs.String("on-term", "", "on SIGTERM, create this file, run -term-delay longer, then exit -exit")
+	termDelay := fs.Duration("term-delay", time.Second, "with -on-term: how long shutting down takes")
+	grandchild := fs.String("grandchild", "", "start a grandchild (lrchild -ignore-term) that writes its pid to this file")
+	_ = fs.Parse(os.Args[1:])
+
+	record := func(event string) {
+		if *logPath == "" {
+			return
+		}
+		f, err := os.OpenFile(*logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lrchild:", err)
+			os.Exit(99)
+		}
+		fmt.Fprintf(f, "%s %d %d %s %s\n", event, time.Now().UnixNano(), os.Getpid(), os.Getenv("LEADERRUN_TERM"), os.Getenv("LEADERRUN_IDENTITY"))
+		f.Close()
+	}
+	record("begin")
+	if *envFile != "" {
+		var b strings.Builder
+		for _, kv := range os.Environ() {
+			if strings.HasPrefix(kv, "LEADERRUN_") {
+				b.WriteString(kv + "\n")
+			}
+		}
+		if err := os.WriteFile(*envFile, []byte(b.String()), 0o644); err != nil {
+			os.Exit(99)
+		}
+	}
+	if *grandchild != "" {
+		gc := exec.Command(os.Args[0], "-wait", "-ignore-term", "-touch", *grandchild+".started")
+		if err := gc.Start(); err != nil {
+			os.Exit(99)
+		}
+		if err := os.WriteFile(*grandchild, []byte(fmt.Sprint(gc.Process.Pid)), 0o644); err != nil {
+			os.Exit(99)
+		}
+	}
+	sigs := make(chan os.Signal, 4)
+	switch {
+	case *ignoreTerm:
+		signal.Ignore(syscall.SIGTERM)
+	case *onTerm != "":
+		signal.Notify(sigs, syscall.SIGTERM)
+	}
+	if *touch != "" {
+		if err := os.WriteFile(*touch, nil, 0o644); err != nil {
+			os.Exit(99)
+		}
+	}
+	var done <-chan time.Time
+	if !*wait {
+		done = time.After(*runFor)
+	}
+	beat := time.NewTicker(50 * time.Millisecond)
+	for {
+		select {
+		case <-done:
+			record("end")
+			os.Exit(*exitCode)
+		case <-sigs:
+			_ = os.WriteFile(*onTerm, nil, 0o644)
+			time.Sleep(*termDelay)
+			record("end")
+			os.Exit(*exitCode)
+		case <-beat.C:
+			record("beat")
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package main
+
+// End-to-end tests: the scripts in testdata/script drive the built leaderrun
+// binary against the Azurite emulator (scripts/test.sh starts it and sets
+// LEADERRUN_TEST_CONNECTION_STRING). Without an emulator they are skipped,
+// except under CI=true, where that is a failure.
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"lrchild": childMain,
+	})
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// leaderrunBinary builds the real binary once per test run.
+func leaderrunBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "leaderrun-e2e-bin")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "leaderrun"), ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "leaderrun")
+}
+
+// connectionString returns the emulator's connection string, or skips.
+func connectionString(t *testing.T) string {
+	t.Helper()
+	cs := os.Getenv("LEADERRUN_TEST_CONNECTION_STRING")
+	if cs == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("LEADERRUN_TEST_CONNECTION_STRING is not set: run the tests with scripts/test.sh, which starts Azurite")
+		}
+		t.Skip("no storage emulator: run scripts/test.sh, or set LEADERRUN_TEST_CONNECTION_STRING")
+	}
+	return cs
+}
+
+func randomName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+func TestScripts(t *testing.T) {
+	cs := connectionString(t)
+	bin := leaderrunBinary(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
+			env.Setenv("TEST_CONNECTION_STRING", cs)
+			env.Setenv("TEST_BLOB_ENDPOINT", blobEndpoint(cs))
+			env.Setenv("LEADERRUN_CONTAINER", randomName("e2e-"))
+			env.Setenv("CI", os.Getenv("CI"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile":  cmdWaitfile,
+			"nooverlap": cmdNoOverlap,
+			"sleep":     cmdSleep,
+			"lines":     cmdLines,
+			"signal":    cmdSignal,
+		},
+	})
+}
+
+// waitfile [-timeout D] FILE... waits until every FILE exists.
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! waitfile")
+	}
+	timeout := 30 * time.Second
+	if len(args) >= 2 && args[0] == "-timeout" {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		timeout, args = d, args[2:]
+	}
+	deadline := time.Now().Add(timeout)
+	for _, f := range args {
+		for {
+			if _, err := os.Stat(ts.MkAbs(f)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("waitfile: %s did not appear within %s", f, timeout)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// signal SIG WORD sends SIG (TERM, INT, HUP, USR1, KILL, STOP, CONT…) to
+// the one background command whose arguments contain WORD; testscript's own
+// kill knows only INT and KILL.
+func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: signal SIG WORD")
+	}
+	sig := unix.SignalNum("SIG" + strings.TrimPrefix(strings.ToUpper(args[0]), "SIG"))
+	if sig == 0 {
+		ts.Fatalf("unknown signal %s", args[0])
+	}
+	var found *exec.Cmd
+	for _, c := range ts.BackgroundCmds() {
+		if slices.Contains(c.Args, args[1]) {
+			if found != nil {
+				ts.Fatalf("signal: more than one background command has %q", args[1])
+			}
+			found = c
+		}
+	}
+	if found == nil || found.Process == nil {
+		ts.Fatalf("signal: no background command has %q", args[1])
+	}
+	ts.Check(found.Process.Signal(sig))
+}
+
+// sleep D pauses the script; used only to let a background process reach a
+// state that has no file to wait for, never to assert timing.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
+
+// lines FILE N checks that FILE has exactly N lines.
+func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lines FILE N")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	data := ts.ReadFile(args[0])
+	got := strings.Count(data, "\n")
+	if (got == want) == neg {
+		ts.Fatalf("%s has %d lines, want %s%d", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+	}
+}
+
+// nooverlap [-runs N] FILE checks the begin/end records that lrchild -log
+// wrote: no two runs overlap in time, every run ended, and (with -runs)
+// there were exactly N runs.
+func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! nooverlap")
+	}
+	wantRuns := -1
+	if len(args) >= 2 && args[0] == "-runs" {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		wantRuns, args = n, args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: nooverlap [-runs N] FILE")
+	}
+	runs, err := readRuns(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if wantRuns >= 0 && len(runs) != wantRuns {
+		ts.Fatalf("%d runs, want %d", len(runs), wantRuns)
+	}
+	if err := checkOverlap(runs); err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Logf("%d runs, no overlap", len(runs))
+}
+
+// run is one child's life as lrchild -log recorded it.
+type run struct {
+	id         string
+	term       int64
+	begin, end time.Time
+	ended      bool
+}
+
+func readRuns(path string) ([]run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	byID := map[string]*run{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// EVENT UNIXNANO PID TERM IDENTITY
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 {
+			return nil, fmt.Errorf("bad record %q", sc.Text())
+		}
+		ns, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad record %q: %v", sc.Text(), err)
+		}
+		at := time.Unix(0, ns)
+		key := fields[2]
+		r := byID[key]
+		if r == nil {
+			term, _ := strconv.ParseInt(fields[3], 10, 64)
+			r = &run{id: strings.Join(fields[2:], " "), term: term, begin: at, end: at}
+			byID[key] = r
+			order = append(order, key)
+		}
+		switch fields[0] {
+		case "begin":
+			r.begin = at
+		case "beat":
+			r.end = at
+		case "end":
+			r.end, r.ended = at, true
+		}
+	}
+	runs := make([]run, 0, len(order))
+	for _, k := range order {
+		runs = append(runs, *byID[k])
+	}
+	return runs, sc.Err()
+}
+
+func checkOverlap(runs []run) error {
+	sorted := append([]run(nil), runs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].begin.Before(sorted[j].begin) })
+	for i := 1; i < len(sorted); i++ {
+		prev, cur := sorted[i-1], sorted[i]
+		if cur.begin.Before(prev.end) {
+			return fmt.Errorf("overlap of %s: %s began %s before %s ended", prev.end.Sub(cur.begin), cur.id, prev.end.Sub(cur.begin), prev.id)
+		}
+		if cur.term != 0 && prev.term != 0 && cur.term <= prev.term {
+			return fmt.Errorf("term did not grow: %s (term %d) after %s (term %d)", cur.id, cur.term, prev.id, prev.term)
+		}
+	}
+	return nil
+}
+
+// blobEndpoint returns the BlobEndpoint of a connection string.
+func blobEndpoint(cs string) string {
+	for _, part := range strings.Split(cs, ";") {
+		if k, v, ok := strings.Cut(part, "="); ok && strings.EqualFold(k, "BlobEndpoint") {
+			return v
+		}
+	}
+	return ""
+}
