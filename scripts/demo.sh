@@ -36,7 +36,7 @@ for vm in vm-1 vm-2 vm-3; do
   sleep 0.3
 done
 
-holder() { "$lr" status -o json | sed -n 's/.*"holder": "\(.*\)".*/\1/p'; }
+holder() { "$lr" status -o json | sed -n 's/^  "holder": "\(.*\)",$/\1/p'; }
 
 say "three contenders started; one leads, two wait"
 sleep 4
