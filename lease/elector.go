@@ -30,8 +30,12 @@ const (
 	giveUpAfter = 10 * time.Second
 	// releaseTimeout bounds a release, from a fresh context.
 	releaseTimeout = 5 * time.Second
-	// maxRenewRequest bounds one renew request.
-	maxRenewRequest = 3 * time.Second
+	// A renew request is bounded by a third of the time between a scheduled
+	// renewal and the stop deadline, within these limits, so that a request
+	// that hangs leaves room for at least two more tries (1.17 s for the
+	// default 15 s lease).
+	minRenewTry     = 1 * time.Second
+	maxRenewTry     = 3 * time.Second
 	minPollInterval = 100 * time.Millisecond
 	maxIdentityLen  = 256
 )

@@ -176,6 +176,34 @@ func TestKeeperAllRenewalsFailLostAtStopAt(t *testing.T) {
 	})
 }
 
+// A network that swallows every request (a silent packet drop) must still
+// leave room for several tries before the stop deadline.
+func TestKeeperAllRequestsHangSeveralTries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		t0 := time.Now()
+		l := acquireLease(t, s, testConfig())
+		s.setAllow(opRenew, opRelease)
+		s.setHook(func(ctx context.Context, op string) error {
+			if op == opRenew {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		l.Keep(context.Background())
+		<-l.Lost()
+		wantTime(t, "Lost closed", time.Now(), t0, testStopAt)
+		if n := s.count(opRenew); n < 3 {
+			t.Errorf("renew attempts in the 3.5 s window = %d, want at least 3", n)
+		}
+		s.setHook(nil)
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestKeeperLeaseGoneLostAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		status int
@@ -275,9 +303,12 @@ func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 			if len(got) < 2 {
 				t.Fatalf("renew calls = %d, want a retry after the cut", len(got))
 			}
-			wantTime(t, "hung request's deadline", got[0], t0, 8*time.Second) // 5 s + 3 s
-			// The retry goes out ~200 ms later; its deadline is stopAt (t0+8.5s).
-			wantTime(t, "retry's deadline", got[1], t0, testStopAt)
+			// A third of the 3.5 s between the scheduled renewal and stopAt.
+			wantTime(t, "hung request's deadline", got[0], t0, 5*time.Second+3500*time.Millisecond/3)
+			// The retry goes out after a short backoff, with the same bound.
+			if d := got[1].Sub(got[0]); d <= time.Second || d > 2*time.Second {
+				t.Fatalf("retry's deadline %s after the first's, want a backoff plus 1.17 s", d)
+			}
 			s.setHook(nil)
 			if err := l.Release(context.Background()); err != nil {
 				t.Fatal(err)
@@ -293,15 +324,13 @@ func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 			l := acquireLease(t, s, cfg)
 			s.setAllow(opRenew, opRelease)
 			var (
-				mu    sync.Mutex
-				first time.Time
+				mu        sync.Mutex
+				deadlines []time.Time
 			)
 			s.setHook(func(ctx context.Context, op string) error {
 				d, _ := ctx.Deadline()
 				mu.Lock()
-				if first.IsZero() {
-					first = d
-				}
+				deadlines = append(deadlines, d)
 				mu.Unlock()
 				<-ctx.Done()
 				return ctx.Err()
@@ -310,7 +339,16 @@ func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 			<-l.Lost()
 			wantTime(t, "Lost closed", time.Now(), t0, testStopAt)
 			mu.Lock()
-			wantTime(t, "first request's deadline", first, t0, testStopAt)
+			// The first try, sent at t0+7s, gets the 1 s minimum; the retry
+			// would get 1 s too but is cut at stopAt.
+			wantTime(t, "first request's deadline", deadlines[0], t0, 8*time.Second)
+			last := deadlines[len(deadlines)-1]
+			wantTime(t, "last request's deadline", last, t0, testStopAt)
+			for _, d := range deadlines {
+				if d.Sub(t0) > testStopAt {
+					t.Errorf("a request's deadline t0%+v is past stopAt", d.Sub(t0))
+				}
+			}
 			mu.Unlock()
 			wantTime(t, "KillBy", l.LostErr().KillBy, t0, testKillAt)
 			s.setHook(nil)
@@ -337,14 +375,14 @@ func TestKeeperLateAnswerCountsFromSendTime(t *testing.T) {
 			first := n == 1
 			mu.Unlock()
 			if first {
-				time.Sleep(2900 * time.Millisecond) // answered just before its deadline
+				time.Sleep(1100 * time.Millisecond) // answered just before its 1.17 s deadline
 				return nil
 			}
 			return respErr(http.StatusServiceUnavailable, "ServerBusy")
 		})
 		l.Keep(context.Background())
 		<-l.Lost()
-		// The renewal sent at t0+5s counts from t0+5s, not from its answer at t0+7.9s.
+		// The renewal sent at t0+5s counts from t0+5s, not from its answer at t0+6.1s.
 		wantTime(t, "Lost closed", time.Now(), t0, 5*time.Second+testStopAt)
 		wantTime(t, "KillBy", l.LostErr().KillBy, t0, 5*time.Second+testKillAt)
 		s.setHook(nil)

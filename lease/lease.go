@@ -73,6 +73,14 @@ func (l *Lease) deadlinesLocked() (stopAt, killAt time.Time) {
 	return killAt.Add(-l.StopBudget), killAt
 }
 
+// renewTry bounds one renew request: a third of the window between a
+// scheduled renewal and the stop deadline, kept within minRenewTry and
+// maxRenewTry.
+func (l *Lease) renewTry() time.Duration {
+	window := l.Duration - killMargin - l.StopBudget - l.renewInterval
+	return min(max(window/3, minRenewTry), maxRenewTry)
+}
+
 func (l *Lease) stopAt() time.Time { s, _ := l.deadlines(); return s }
 
 // sawDate records a service Date and when it arrived.
@@ -189,8 +197,9 @@ func (l *Lease) RenewedAt() <-chan time.Time { return l.renewedAt }
 // enforces the safety rule (see the package documentation), and returns at
 // once. Calling it again does nothing.
 //
-// Each renewal request carries a deadline of at most 3 s that ends before
-// StopAt; failures other than "the lease is gone" are retried with backoff
+// Each renewal request carries a deadline that ends before StopAt: a third
+// of the time between a scheduled renewal and StopAt, from 1 s to 3 s
+// (1.17 s for the default 15 s lease); failures other than "the lease is gone" are retried with backoff
 // (200 ms doubling to 2 s, jittered) until StopAt. Lost then closes with
 // StopAt = t_ok + Duration − 1.5 s − StopBudget and KillBy = t_ok + Duration
 // − 1.5 s. A renewal answered 409, 412 or 404 closes Lost at once, with
@@ -246,7 +255,7 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 		}
 
 		sent := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, minTime(sent.Add(maxRenewRequest), stopAt))
+		rctx, cancel := context.WithDeadline(ctx, minTime(sent.Add(l.renewTry()), stopAt))
 		date, err := l.c.renew(rctx, l.lsr)
 		cancel()
 		if err == nil {
