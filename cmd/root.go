@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +67,11 @@ func (a *app) report(err error, code int) {
 	_ = code
 }
 
-func newRootCmd(a *app) *cobra.Command {
+func newRootCmd(a *app) *cobra.Command { return newRootCmdWith(a, runLeader) }
+
+// newRootCmdWith is newRootCmd with the function that runs a validated
+// command line given, so that tests can check a line without running it.
+func newRootCmdWith(a *app, run func(context.Context, *app, *runOptions) error) *cobra.Command {
 	opts := &runOptions{}
 	root := &cobra.Command{
 		Use:   "leaderrun -l NAME [flags] -- COMMAND [ARG...]",
@@ -108,7 +113,7 @@ workload identity, service principal, Azure CLI login).`,
 			if err := opts.complete(c, args); err != nil {
 				return err
 			}
-			return runLeader(c.Context(), a, opts)
+			return run(c.Context(), a, opts)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")

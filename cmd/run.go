@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -107,6 +108,19 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	return nil
 }
 
+// leaseConfig is the lease's part of the options.
+func (o *runOptions) leaseConfig(log hclog.Logger) lease.Config {
+	return lease.Config{
+		Duration:      time.Duration(o.leaseDuration),
+		RenewInterval: o.renewInterval,
+		KillGrace:     o.killGrace,
+		PollInterval:  o.pollInterval,
+		Identity:      o.identity,
+		Version:       versionShort(),
+		Logger:        log,
+	}
+}
+
 // parseSignal accepts TERM, SIGTERM, sigterm or 15.
 func parseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(s); err == nil {
@@ -184,15 +198,7 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	elector, err := lease.NewElector(client, lease.Config{
-		Duration:      time.Duration(o.leaseDuration),
-		RenewInterval: o.renewInterval,
-		KillGrace:     o.killGrace,
-		PollInterval:  o.pollInterval,
-		Identity:      o.identity,
-		Version:       versionShort(),
-		Logger:        log,
-	})
+	elector, err := lease.NewElector(client, o.leaseConfig(log))
 	if err != nil {
 		return storageExit(err)
 	}
@@ -325,8 +331,14 @@ run:
 			lostCh = nil
 			lost = l.LostErr()
 			grace := time.Until(lost.KillBy)
-			log.Error("leadership lost; stopping the command", "reason", lost.Reason,
-				"signal", signalName(o.signal), "sigkill_in", grace.Round(time.Millisecond))
+			if grace > 0 {
+				log.Error("leadership lost; stopping the command", "reason", lost.Reason,
+					"signal", signalName(o.signal), "sigkill_in", grace.Round(time.Millisecond))
+			} else {
+				// Woken past the kill deadline (a frozen process): no grace is left.
+				log.Error("leadership lost past the kill deadline; killing the command now", "reason", lost.Reason,
+					"signal", "SIGKILL", "late_by", (-grace).Round(time.Millisecond))
+			}
 			sd.status(fmt.Sprintf("stopping: leadership lost (%v)", lost.Reason))
 			p.Stop(grace)
 		case <-p.Done():
