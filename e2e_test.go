@@ -26,9 +26,20 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupAfter{m}, map[string]func(){
 		"lrchild": childMain,
 	})
+}
+
+// cleanupAfter removes the binaries built for the tests once they have run.
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	return code
 }
 
 var (
