@@ -1,0 +1,214 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// fmtDur prints a duration in seconds with two decimals ("8.52s",
+// "-0.01s"): the trials measure to about 10 ms.
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.2fs", d.Round(10*time.Millisecond).Seconds())
+}
+
+// Summary aggregates the trials of one scenario.
+type Summary struct {
+	Kind     Kind
+	Trials   int // trials that ran (Err == nil)
+	Errors   int // trials that could not be run
+	Failed   int // trials with a failed expectation
+	Overlaps int // trials in which two holders' processes ran at once
+
+	MaxOverlap          time.Duration
+	MedianOverlap       time.Duration // over the trials with an overlap
+	MaxChildAfterFault  Span
+	MaxAfterLastRenewal Span
+	FailoverP50         Span
+	FailoverP95         Span
+	MinGap              Span
+	MaxWakeToKill       Span // Freeze
+	TermResets          int  // StorageLoss
+	RenewFailures       int64
+	MaxBeatGap          time.Duration
+}
+
+// Summarize groups results by scenario, in scenario order.
+func Summarize(results []*Result) []Summary {
+	by := map[Kind][]*Result{}
+	for _, r := range results {
+		by[r.Kind] = append(by[r.Kind], r)
+	}
+	var out []Summary
+	for _, k := range Kinds() {
+		rs := by[k]
+		if len(rs) == 0 {
+			continue
+		}
+		s := Summary{Kind: k}
+		var failovers, overlaps []time.Duration
+		for _, r := range rs {
+			if r.Err != nil {
+				s.Errors++
+				continue
+			}
+			s.Trials++
+			if r.Failed() {
+				s.Failed++
+			}
+			if r.Overlap.D > 0 {
+				s.Overlaps++
+				overlaps = append(overlaps, r.Overlap.D)
+				s.MaxOverlap = max(s.MaxOverlap, r.Overlap.D)
+			}
+			s.MaxChildAfterFault = maxSpan(s.MaxChildAfterFault, r.ChildAfterFault)
+			s.MaxAfterLastRenewal = maxSpan(s.MaxAfterLastRenewal, r.AfterLastRenewal)
+			s.MaxWakeToKill = maxSpan(s.MaxWakeToKill, r.WakeToKill)
+			if r.Gap.OK && (!s.MinGap.OK || r.Gap.D < s.MinGap.D) {
+				s.MinGap = r.Gap
+			}
+			if r.Failover.OK {
+				failovers = append(failovers, r.Failover.D)
+			}
+			if r.TermReset {
+				s.TermResets++
+			}
+			s.RenewFailures += r.RenewFailures
+			s.MaxBeatGap = max(s.MaxBeatGap, r.MaxBeatGap)
+		}
+		s.FailoverP50 = percentile(failovers, 50)
+		s.FailoverP95 = percentile(failovers, 95)
+		if p := percentile(overlaps, 50); p.OK {
+			s.MedianOverlap = p.D
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func maxSpan(a, b Span) Span {
+	if !b.OK || (a.OK && a.D >= b.D) {
+		return a
+	}
+	return b
+}
+
+// percentile is the nearest-rank percentile; not OK for no values.
+func percentile(ds []time.Duration, p int) Span {
+	if len(ds) == 0 {
+		return Span{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := (p*len(s) + 99) / 100 // ceil(p/100 · n)
+	return span(s[max(rank, 1)-1])
+}
+
+// Table renders the summaries as a markdown table, followed by the notes
+// that explain scenarios 8 and 9.
+func Table(sums []Summary) string {
+	var b strings.Builder
+	b.WriteString("| # | scenario | trials | failed | overlaps | max child after fault | max child after last renewal | failover p50 | failover p95 | min gap | notes |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range sums {
+		trials := fmt.Sprint(s.Trials)
+		if s.Errors > 0 {
+			trials += fmt.Sprintf(" (+%d errors)", s.Errors)
+		}
+		overlaps := fmt.Sprint(s.Overlaps)
+		if !s.Kind.Safety() && s.Overlaps > 0 {
+			overlaps += " (residual)"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			int(s.Kind), s.Kind, trials, s.Failed, overlaps, s.MaxChildAfterFault, s.MaxAfterLastRenewal,
+			s.FailoverP50, s.FailoverP95, s.MinGap, s.notes())
+	}
+	return b.String()
+}
+
+func (s Summary) notes() string {
+	var n []string
+	switch s.Kind {
+	case FlakyShort:
+		n = append(n, fmt.Sprintf("survived %d/%d; %d renewals failed and were retried", s.Trials-s.Failed, s.Trials, s.RenewFailures))
+	case Freeze:
+		if s.Overlaps > 0 {
+			n = append(n, fmt.Sprintf("residual window p50 %s, max %s", fmtDur(s.MedianOverlap), fmtDur(s.MaxOverlap)))
+		} else {
+			n = append(n, "no residual window")
+		}
+		n = append(n, "wake→kill max "+s.MaxWakeToKill.String())
+	case StorageLoss:
+		if s.Overlaps > 0 {
+			n = append(n, fmt.Sprintf("overlap p50 %s, max %s", fmtDur(s.MedianOverlap), fmtDur(s.MaxOverlap)))
+		} else {
+			n = append(n, "no overlap")
+		}
+		n = append(n, fmt.Sprintf("term reset %d/%d", s.TermResets, s.Trials))
+	default:
+		if s.Overlaps > 0 {
+			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
+		}
+	}
+	return strings.Join(n, "; ")
+}
+
+// Explanation is printed under the table: what the columns mean and why
+// scenarios 8 and 9 are reported, not judged, on overlap.
+const Explanation = `Columns: "child after fault" is the end of the holder's whole process group
+(child and grandchildren; a SIGKILLed process ends at its last heartbeat,
+written every 20 ms) minus the fault's start; "after last renewal" is the same
+end minus the last acquire/renew request the proxy saw before the fault (an
+upper bound of t_ok: the safety rule says at most 14 s); "failover" is the
+follower's child's start minus the fault's start; "min gap" is the smallest
+time between the holder's group's end and the follower's child's start
+(negative = overlap). Scenarios 1-7 must show 0 overlaps.
+
+8 (freeze): leaderrun itself is SIGSTOPped longer than the lease while its
+child runs on; the lease expires and the follower starts. Nothing can stop the
+child while its supervisor is frozen: the residual window is the time both
+children ran, from the follower's start to the holder's wake-up and kill. Only
+fencing (LEADERRUN_TERM checked by what the child writes to) closes it.
+9 (storage loss): the lease blob or its container is deleted; a follower may
+create a new blob and start before the holder's next renewal (up to 5 s later)
+finds the lease gone, and the new blob starts again at term 1.
+`
+
+// Line is a one-line account of a trial, for progress output and test logs.
+func (r *Result) Line() string {
+	var b strings.Builder
+	switch {
+	case r.Err != nil:
+		b.WriteString("ERROR")
+	case r.Failed():
+		b.WriteString("FAIL")
+	default:
+		b.WriteString("ok")
+	}
+	fmt.Fprintf(&b, " overlap %s, child after fault %s (after last renewal %s), failover %s, gap %s, holder exit %s",
+		fmtDur(r.Overlap.D), r.ChildAfterFault, r.AfterLastRenewal, r.Failover, r.Gap, r.HolderExit)
+	if r.WakeToKill.OK {
+		fmt.Fprintf(&b, ", wake→kill %s", r.WakeToKill)
+	}
+	if r.RenewFailures > 0 {
+		fmt.Fprintf(&b, ", %d renewals failed", r.RenewFailures)
+	}
+	fmt.Fprintf(&b, " [%s; %s]", r.Params, fmtDur(r.Wall))
+	return b.String()
+}
+
+// Details lists the failures, the error and the notes, one per line.
+func (r *Result) Details() []string {
+	var out []string
+	if r.Err != nil {
+		out = append(out, "error: "+r.Err.Error())
+	}
+	for _, f := range r.Failures {
+		out = append(out, "failed: "+f)
+	}
+	for _, n := range r.Notes {
+		out = append(out, "note: "+n)
+	}
+	return out
+}
