@@ -81,16 +81,26 @@ leadership is a lease on an Azure Storage blob. Every host of a fleet runs the
 same line; at most one of them runs COMMAND at any moment.
 
 The child never outlives the lease: if renewals stop succeeding, COMMAND's
-whole process group is sent the stop signal and then SIGKILL before the lease
-could pass to another host. On Linux, COMMAND and everything it started are
-killed at once if leaderrun itself is killed (kill -9); on other systems
-there is no parent-death signal and they are stopped only when the lease is
-lost or leaderrun exits normally.
+whole process group gets the stop signal and then SIGKILL before the lease
+could pass to another host (for a 15s lease: SIGTERM 8.5s and SIGKILL 13.5s
+after the last successful renewal was sent). If leaderrun itself is killed
+(kill -9), COMMAND's group is killed at once; on Linux COMMAND also has a
+parent-death signal, which macOS lacks.
+
+SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to COMMAND's group; the
+lease is kept while COMMAND shuts down (up to --kill-grace, then SIGKILL)
+and released after it has exited. A second SIGINT kills at once.
 
 Credentials come from the environment only, in this order:
 AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY,
 AZURE_STORAGE_SAS_TOKEN, otherwise Microsoft Entra ID (managed identity,
-workload identity, service principal, Azure CLI login).`,
+workload identity, service principal, Azure CLI login).
+
+Exit status: COMMAND's own; 128+N when signal N ended COMMAND or the wait;
+0 when --once-per skipped the run; 64 usage error; 69 storage unreachable,
+unauthorized or refused; 75 (-E) lease held by another; 76 leadership lost
+while COMMAND ran; 77 health check failed; 126 COMMAND not executable; 127
+COMMAND not found.`,
 		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
   */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m -- /opt/report.sh
 
