@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 //	tty     be leaderrun on a terminal (stdin): Start a "catch" command that
 //	        reads a line from it and exits on SIGINT, then print "reclaimed"
 //	        and the command's status if the terminal is back in our group
+//	health  be leaderrun running a health check (see healthChild)
 //
 // With RUNNER_TEST_TTY set, catch first prints whether its group is in the
 // terminal's foreground, then reads a line from stdin and prints it.
@@ -93,6 +94,8 @@ func child(mode string) int {
 		return parentChild()
 	case "tty":
 		return ttyChild()
+	case "health":
+		return healthChild()
 	}
 	fmt.Fprintln(os.Stderr, "unknown RUNNER_TEST_CHILD mode", mode)
 	return 2
