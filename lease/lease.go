@@ -193,6 +193,14 @@ func (l *Lease) LostErr() *LostError {
 // systemd watchdog.
 func (l *Lease) RenewedAt() <-chan time.Time { return l.renewedAt }
 
+// KillBy is the current kill deadline, t_ok + Duration − 1.5 s: the moment
+// by which the child must be dead if no renewal succeeds from now on. It
+// moves forward with every successful renewal, never back.
+func (l *Lease) KillBy() time.Time {
+	_, killAt := l.deadlines()
+	return killAt
+}
+
 // Keep starts the keeper, which renews the lease every RenewInterval and
 // enforces the safety rule (see the package documentation), and returns at
 // once. Calling it again does nothing.

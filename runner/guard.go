@@ -3,14 +3,17 @@
 package runner
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,8 +47,9 @@ var guardSignals = []os.Signal{
 //
 // The guard is internal to Start: it leads the command's process group,
 // starts the command as its child, drops the signals leaderrun sends to the
-// group, kills the group with SIGKILL when leaderrun dies, and reports the
-// command's wait status to leaderrun. It prints nothing except a one-line
+// group, kills the group with SIGKILL when leaderrun dies or when the kill
+// deadline leaderrun last sent passes (Process.SetKillDeadline), and
+// reports the command's wait status to leaderrun. It prints nothing except a one-line
 // message when the command cannot be executed (status 127 or 126). In ps it
 // shows as "leaderrun __leaderrun-guard PATH -- COMMAND [ARG...]". Run by
 // hand, it refuses (status 125): it would take over its caller's group.
@@ -92,17 +96,25 @@ func runGuard(args []string) int {
 	}()
 
 	released := make(chan struct{})
+	deadlines := make(chan int64, 1)
 	go func() {
-		buf := make([]byte, 16)
+		var buf [8]byte
 		for {
-			if _, err := lifeline.Read(buf); err != nil {
+			if _, err := io.ReadFull(lifeline, buf[:]); err != nil {
 				break
 			}
+			// Keep only the latest deadline.
+			select {
+			case <-deadlines:
+			default:
+			}
+			deadlines <- int64(binary.BigEndian.Uint64(buf[:]))
 		}
 		// leaderrun is gone (or done): nothing in the group may outlive it.
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 		close(released)
 	}()
+	go deadManSwitch(pgid, deadlines, released)
 
 	code, sig := runCommand(path, argv)
 
@@ -120,6 +132,38 @@ func runGuard(args []string) int {
 		return 128 + int(sig)
 	}
 	return code
+}
+
+// deadManSwitch kills the group when the latest kill deadline leaderrun
+// sent (Process.SetKillDeadline) passes before a later one arrives.
+func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var deadline int64
+	for {
+		select {
+		case <-released:
+			return
+		case deadline = <-deadlines:
+			timer.Reset(untilMonotonic(deadline))
+		case <-timer.C:
+			if left := untilMonotonic(deadline); left > 0 {
+				timer.Reset(left)
+				continue
+			}
+			_ = unix.Kill(-pgid, unix.SIGKILL)
+			return
+		}
+	}
+}
+
+// untilMonotonic is how long until a system monotonic clock reading.
+func untilMonotonic(at int64) time.Duration {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0
+	}
+	return time.Duration(at - now)
 }
 
 // runCommand runs the command as the guard's child, in the guard's group,

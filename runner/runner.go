@@ -4,6 +4,7 @@ package runner
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -417,6 +418,40 @@ func (p *Process) killLocked() {
 
 // supervise waits for the command, stops its leftovers, dismisses the guard
 // and closes done.
+// SetKillDeadline hands the guard a deadline by which the group must be
+// dead: if leaderrun has not moved it forward by then, the guard sends
+// SIGKILL to the group on its own. This covers a leaderrun that cannot act
+// although it is alive (stopped with SIGSTOP, starved), as the lifeline
+// covers a dead one; it cannot cover a host that is frozen as a whole. The
+// deadline is passed on the system's monotonic clock, which the guard
+// shares. Later calls replace it; after the group has gone it does nothing.
+func (p *Process) SetKillDeadline(t time.Time) error {
+	now, err := monotonicNow()
+	if err != nil {
+		return fmt.Errorf("runner: kill deadline: %w", err)
+	}
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(now+int64(time.Until(t))))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return nil
+	}
+	if _, err := p.lifeline.Write(buf[:]); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("runner: kill deadline: %w", err)
+	}
+	return nil
+}
+
+// monotonicNow reads the system-wide monotonic clock, in nanoseconds.
+func monotonicNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, err
+	}
+	return ts.Nano(), nil
+}
+
 func (p *Process) supervise() {
 	res, reported := p.readStatus()
 	// The guard leaves the group before it reports, so that the group holds
