@@ -107,6 +107,7 @@ func TestScripts(t *testing.T) {
 			"sleep":     cmdSleep,
 			"lines":     cmdLines,
 			"signal":    cmdSignal,
+			"startgap":  cmdStartGap,
 		},
 	})
 }
@@ -212,6 +213,30 @@ func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%v", err)
 	}
 	ts.Logf("%d runs, no overlap", len(runs))
+}
+
+// startgap FILE MAX checks that each run recorded in FILE began within MAX
+// of the previous run's beginning: a bound on how long leadership took to
+// pass on, with a generous margin.
+func cmdStartGap(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: startgap FILE MAX")
+	}
+	limit, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	runs, err := readRuns(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if len(runs) < 2 {
+		ts.Fatalf("%d runs: nothing passed on", len(runs))
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].begin.Before(runs[j].begin) })
+	for i := 1; i < len(runs); i++ {
+		gap := runs[i].begin.Sub(runs[i-1].begin)
+		ts.Logf("%s began %s after %s", runs[i].id, gap.Round(time.Millisecond), runs[i-1].id)
+		if gap > limit {
+			ts.Fatalf("%s began %s after %s: more than %s", runs[i].id, gap, runs[i-1].id, limit)
+		}
+	}
 }
 
 // run is one child's life as lrchild -log recorded it.

@@ -33,6 +33,7 @@ type runOptions struct {
 	killSignal    string
 	killGrace     time.Duration
 	oncePer       time.Duration
+	health        runner.HealthConfig
 
 	argv   []string
 	signal syscall.Signal
@@ -51,6 +52,11 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&o.oncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
+	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
+	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
+	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
+	fs.IntVar(&o.health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
+	fs.DurationVar(&o.health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
 }
 
 // args validates the positional arguments: COMMAND after "--". Without any,
@@ -99,6 +105,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	if fs.Changed("poll-interval") && o.pollInterval == 0 {
 		return usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
+	}
+	if err := o.health.Validate(); err != nil {
+		return usagef("invalid --health-* flags: %v", err)
 	}
 	sig, err := parseSignal(o.killSignal)
 	if err != nil {
@@ -313,8 +322,34 @@ func runHeld(ctx context.Context, a *app, o *runOptions, l *lease.Lease, renewIn
 		return exitWith(code, err)
 	}
 	log.Debug("command started", "pid", p.Pid(), "command", o.argv[0])
+	// The guard kills the group by itself at the kill deadline unless a
+	// renewal moves it: this covers a leaderrun that is alive but cannot
+	// act (stopped, starved).
+	setDeadline := func() {
+		if err := p.SetKillDeadline(l.KillBy()); err != nil {
+			log.Warn("could not hand the kill deadline to the guard", "error", err)
+		}
+	}
+	setDeadline()
 
-	var lost *lease.LostError
+	hctx, stopHealth := context.WithCancel(ctx)
+	defer stopHealth()
+	hc := o.health
+	hc.Env, hc.Logger = env, log
+	health, err := runner.StartHealth(hctx, hc)
+	if err != nil {
+		// Validated with the flags: only a bug gets here.
+		p.Stop(l.StopBudget)
+		<-p.Done()
+		release()
+		return exitWith(exitInternal, err)
+	}
+	healthCh := health
+
+	var (
+		lost      *lease.LostError
+		unhealthy *runner.UnhealthyError
+	)
 	lostCh := l.Lost()
 run:
 	for {
@@ -326,9 +361,24 @@ run:
 			}
 			p.HandleSignal(s)
 		case <-l.RenewedAt():
+			setDeadline()
 			sd.renewed()
+		case err, ok := <-healthCh:
+			healthCh = nil
+			if !ok || lost != nil {
+				continue
+			}
+			if !errors.As(err, &unhealthy) {
+				unhealthy = &runner.UnhealthyError{Last: err.Error()}
+			}
+			log.Error("the health check failed; stopping the command and giving up the lease",
+				"failures", unhealthy.Failures, "last", unhealthy.Last, "output", unhealthy.Output,
+				"signal", signalName(o.signal), "sigkill_in", l.StopBudget)
+			sd.status("stopping: health check failed")
+			p.Stop(l.StopBudget)
 		case <-lostCh:
 			lostCh = nil
+			stopHealth()
 			lost = l.LostErr()
 			grace := time.Until(lost.KillBy)
 			if grace > 0 {
@@ -345,11 +395,18 @@ run:
 			break run
 		}
 	}
-	if lost != nil {
+	stopHealth()
+	<-health // no check runs any more
+	if lost != nil && unhealthy == nil {
 		release()
 		return exitWith(exitLost, fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", l.Name, lost.Reason))
 	}
 	res := p.Result()
+	if unhealthy != nil {
+		recordEnd(ctx, a, l, res.Code())
+		release()
+		return exitWith(exitUnhealthy, fmt.Errorf("the health check failed %d times in a row (%s); the command was stopped and the lease released", unhealthy.Failures, unhealthy.Last))
+	}
 	log.Info("command exited", "code", res.Code(), "term", l.Term)
 	recordEnd(ctx, a, l, res.Code())
 	release()
