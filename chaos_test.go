@@ -38,9 +38,10 @@ func chaosChild(t *testing.T) string {
 }
 
 // TestChaos runs each scenario once and checks the safety rule: no overlap
-// in scenarios 1–7, leadership kept through short faults, exit 76 where it
-// is lost; for the freeze and the storage loss, only that the child was
-// killed in the end (their windows are logged). A trial takes 10–25 s, most
+// in scenarios 1–8 (the freeze included: the guard kills at the deadline),
+// leadership kept through short faults, exit 76 where it is lost; for the
+// storage loss, only that the child was killed in the end (its window is
+// logged). A trial takes 10–25 s, most
 // of it waiting for a lease to expire, so all of them run at once: each
 // subtest starts its trial before calling t.Parallel, which otherwise
 // would let only -parallel (GOMAXPROCS) of them run at a time.

@@ -7,7 +7,7 @@
 #
 #   scripts/chaos.sh                    100 trials over all 9 scenarios
 #   scripts/chaos.sh -n 20 -p 4         20 trials, 4 at a time
-#   scripts/chaos.sh -s 1-7 -n 140      only the scenarios held to "no overlap"
+#   scripts/chaos.sh -s 1-8 -n 140      only the scenarios held to "no overlap"
 #   scripts/chaos.sh -s freeze,9        by name or number
 #   scripts/chaos.sh -seed 42 ...       replay a run (the seed is printed)
 #
@@ -15,7 +15,7 @@
 # The driver is scripts/chaos (`go run ./scripts/chaos` does the same); this
 # wrapper builds it, runs it, forwards Ctrl-C / SIGTERM to it, and stops its
 # emulator even if the driver is killed. Exit status: 0 all expectations met,
-# 1 a failure (any overlap in scenarios 1-7 among them), 2 incomplete.
+# 1 a failure (any overlap in scenarios 1-8 among them), 2 incomplete.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

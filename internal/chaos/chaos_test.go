@@ -226,11 +226,11 @@ func TestTable(t *testing.T) {
 	sums := Summarize([]*Result{
 		mk(BlackHole, 0, 12*time.Second, false),
 		mk(BlackHole, 0, 14*time.Second, false),
-		mk(Freeze, 6*time.Second, 13*time.Second, false),
+		mk(StorageLoss, 3*time.Second, 13*time.Second, false),
 		{Trial: Trial{Kind: BlackHole}, Err: fmt.Errorf("emulator down")},
 		mk(Kill9, 0, 13*time.Second, true),
 	})
-	if len(sums) != 3 || sums[0].Kind != BlackHole || sums[1].Kind != Kill9 || sums[2].Kind != Freeze {
+	if len(sums) != 3 || sums[0].Kind != BlackHole || sums[1].Kind != Kill9 || sums[2].Kind != StorageLoss {
 		t.Fatalf("summaries %+v", sums)
 	}
 	bh := sums[0]
@@ -241,8 +241,8 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"| 1 | blackhole | 2 (+1 errors) | 0 | 0 | 8.00s |",
 		"| 6 | kill9 | 1 | 1 | 0 |",
-		"| 8 | freeze | 1 | 0 | 1 (residual) |",
-		"residual window p50 6.00s, max 6.00s",
+		"| 9 | storage-loss | 1 | 0 | 1 (residual) |",
+		"overlap p50 3.00s, max 3.00s",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -277,7 +277,9 @@ func TestJudge(t *testing.T) {
 			"begin " + at(0) + " 1 child holder 1 a", "beat " + at(16000) + " 1 child holder 1 a",
 			"begin " + at(17000) + " 2 child follower 2 b",
 		}, lost, "after the last renewal"},
-		{"freeze overlap is reported", Freeze, overlapping, lost, ""},
+		{"freeze overlap fails", Freeze, overlapping, lost, "overlap"},
+		{"freeze handover", Freeze, handover, lost, ""},
+		{"storage-loss overlap is reported", StorageLoss, overlapping, lost, ""},
 		{"flaky-short follower ran", FlakyShort, handover, Exit{Started: true, Ended: true, Code: 0}, "follower's child ran"},
 	}
 	for _, tt := range tests {
@@ -293,8 +295,8 @@ func TestJudge(t *testing.T) {
 			case tt.wantFail != "" && !strings.Contains(got, tt.wantFail):
 				t.Fatalf("failures %q, want one with %q", got, tt.wantFail)
 			}
-			if tt.kind == Freeze && (r.Overlap.D != time.Second || len(r.Notes) == 0) {
-				t.Fatalf("freeze: overlap %s, notes %q", r.Overlap.D, r.Notes)
+			if tt.kind == StorageLoss && (r.Overlap.D != time.Second || len(r.Notes) == 0) {
+				t.Fatalf("storage-loss: overlap %s, notes %q", r.Overlap.D, r.Notes)
 			}
 		})
 	}

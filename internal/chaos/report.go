@@ -134,9 +134,7 @@ func (s Summary) notes() string {
 		n = append(n, fmt.Sprintf("survived %d/%d; %d renewals failed and were retried", s.Trials-s.Failed, s.Trials, s.RenewFailures))
 	case Freeze:
 		if s.Overlaps > 0 {
-			n = append(n, fmt.Sprintf("residual window p50 %s, max %s", fmtDur(s.MedianOverlap), fmtDur(s.MaxOverlap)))
-		} else {
-			n = append(n, "no residual window")
+			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
 		}
 		n = append(n, "wake→kill max "+s.MaxWakeToKill.String())
 	case StorageLoss:
@@ -163,13 +161,14 @@ end minus the last acquire/renew request the proxy saw before the fault (an
 upper bound of t_ok: the safety rule says at most 14 s); "failover" is the
 follower's child's start minus the fault's start; "min gap" is the smallest
 time between the holder's group's end and the follower's child's start
-(negative = overlap). Scenarios 1-7 must show 0 overlaps.
+(negative = overlap). Scenarios 1-8 must show 0 overlaps.
 
-8 (freeze): leaderrun itself is SIGSTOPped longer than the lease while its
-child runs on; the lease expires and the follower starts. Nothing can stop the
-child while its supervisor is frozen: the residual window is the time both
-children ran, from the follower's start to the holder's wake-up and kill. Only
-fencing (LEADERRUN_TERM checked by what the child writes to) closes it.
+8 (freeze): leaderrun itself is SIGSTOPped longer than the lease. The guard
+process that leads the child's group holds the last kill deadline leaderrun
+gave it and kills the group by itself when it passes; "wake→kill" is negative
+when the group was dead before leaderrun woke. A host frozen as a whole (a
+paused VM) stops the guard too: only fencing (LEADERRUN_TERM checked by what
+the child writes to) covers that.
 9 (storage loss): the lease blob or its container is deleted; a follower may
 create a new blob and start before the holder's next renewal (up to 5 s later)
 finds the lease gone, and the new blob starts again at term 1.

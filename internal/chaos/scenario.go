@@ -17,8 +17,8 @@ import (
 // lease renewed every 5 s, a 10 s kill grace (so a 5 s stop budget).
 type Kind int
 
-// The scenarios. 1–7 must never show two children running at once; 8 and 9
-// cannot be made safe without fencing, and their overlap is measured.
+// The scenarios. 1–8 must never show two children running at once; 9 cannot
+// be made safe without fencing, and its overlap is measured.
 const (
 	BlackHole   Kind = 1 + iota // the proxy stops answering mid-run
 	Reset                       // the proxy resets every connection mid-run
@@ -57,8 +57,8 @@ func (k Kind) String() string {
 }
 
 // Safety reports whether the scenario is held to the safety rule: no two
-// children at once, ever (1–7).
-func (k Kind) Safety() bool { return k >= BlackHole && k <= Stubborn }
+// children at once, ever (1–8).
+func (k Kind) Safety() bool { return k >= BlackHole && k <= Freeze }
 
 // Expect says what leaderrun must do in the scenario.
 func (k Kind) Expect() string {
@@ -74,7 +74,7 @@ func (k Kind) Expect() string {
 	case Stubborn:
 		return "whole group SIGKILLed before t_ok+14s; holder exits 76"
 	case Freeze:
-		return "on waking, the child is killed at once; the residual window is measured"
+		return "the guard kills the group at the kill deadline while leaderrun is frozen; no overlap; holder exits 76 on waking"
 	case StorageLoss:
 		return "holder stops on the next renewal (404/409); the overlap is measured"
 	}

@@ -631,7 +631,13 @@ func (t *trial) judge() {
 		if s := r.ChildAfterFault; s.OK && s.D > time.Second {
 			fail("the holder's group ran %s after kill -9 of leaderrun: it must die at once", s)
 		}
-	case Freeze, StorageLoss:
+	case Freeze:
+		expectLost()
+		expectTakeover()
+		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
+			fail("the holder's group ran %s after the last renewal while leaderrun was frozen: the guard must kill it by %s", s, fmtDur(DeadBy))
+		}
+	case StorageLoss:
 		if !gone || !hg.End.Before(r.TeardownAt) {
 			fail("the holder's child was not killed (holder exit %s)", r.HolderExit)
 		}
