@@ -50,18 +50,11 @@ Breaking a lease that is not held does nothing and exits 0.`,
 }
 
 func runBreak(ctx context.Context, a *app, o *breakOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	client, err := o.loc.client(a.log)
+	rctx, cancel := operatorContext(ctx)
+	defer cancel()
+	client, p, err := o.loc.read(rctx, a.log)
 	if err != nil {
 		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	p, err := client.Properties(rctx)
-	if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.loc.lease, err))
 	}
 	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
 		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease, "state", p.State)

@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
@@ -60,4 +63,28 @@ func (o *locationOptions) client(log hclog.Logger) (*lease.Client, error) {
 		return nil, storageExit(err)
 	}
 	return c, nil
+}
+
+// operatorTimeout bounds what status and break do: one or two requests.
+const operatorTimeout = 30 * time.Second
+
+func operatorContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(ctx, operatorTimeout)
+}
+
+// read builds the client and reads the lease blob's properties once; storage
+// that cannot be read is exit 69.
+func (o *locationOptions) read(ctx context.Context, log hclog.Logger) (*lease.Client, *lease.Properties, error) {
+	client, err := o.client(log)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := client.Properties(ctx)
+	if err != nil {
+		return nil, nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+	}
+	return client, p, nil
 }

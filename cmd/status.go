@@ -67,18 +67,11 @@ type lastRunJSON struct {
 }
 
 func runStatus(ctx context.Context, a *app, o *statusOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	client, err := o.loc.client(a.log)
+	rctx, cancel := operatorContext(ctx)
+	defer cancel()
+	client, p, err := o.loc.read(rctx, a.log)
 	if err != nil {
 		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	p, err := client.Properties(rctx)
-	if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.loc.lease, err))
 	}
 	if o.output == "json" {
 		return writeJSON(a.stdout, toStatusJSON(client.URL(), p))
