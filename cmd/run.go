@@ -397,6 +397,9 @@ run:
 	}
 	stopHealth()
 	<-health // no check runs any more
+	if lost == nil {
+		lost = lostMeanwhile(l)
+	}
 	if lost != nil && unhealthy == nil {
 		release()
 		return exitWith(exitLost, fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", l.Name, lost.Reason))
@@ -412,6 +415,26 @@ run:
 	release()
 	if res.Code() != 0 {
 		return exitWith(res.Code(), nil)
+	}
+	return nil
+}
+
+// lostMeanwhile tells whether the lease was lost by the time the command
+// ended, although the loop saw the end first: the keeper has said so, or
+// the kill deadline has passed (a leaderrun that was stopped or starved
+// wakes to find the guard has killed the command at that deadline, before
+// its keeper has had a turn).
+func lostMeanwhile(l *lease.Lease) *lease.LostError {
+	select {
+	case <-l.Lost():
+		return l.LostErr()
+	default:
+	}
+	if killBy := l.KillBy(); !time.Now().Before(killBy) {
+		return &lease.LostError{
+			Reason: errors.New("no renewal succeeded before the kill deadline: leaderrun could not act (stopped or starved), and the guard killed the command"),
+			StopAt: killBy, KillBy: killBy,
+		}
 	}
 	return nil
 }
