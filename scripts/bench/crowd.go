@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/faultproxy"
+)
+
+// crowdResult is figure 6 for one number of contenders.
+type crowdResult struct {
+	n          int
+	poll, run  time.Duration
+	started    int
+	pssTotal   int64 // kB, every contender waiting
+	rssTotal   int64
+	watch      time.Duration     // the window with all n waiting behind a holder
+	waiting    faultproxy.Counts // requests during that window
+	peakWait   int64             // most requests in one second of it
+	passAround time.Duration     // from the holder's release to the last child's end
+	during     faultproxy.Counts // requests while leadership passed around
+	peakRun    int64
+	ran        int           // contenders whose child ran
+	gaps       sample        // one child's end to the next one's begin
+	overlap    chaos.Overlap // must be zero
+	err        string
+}
+
+// crowd starts n contenders on one lease while a holder keeps it: every
+// contender waits, polling at o.crowdPoll, and the storage's request rate is
+// measured over o.crowdWatch. Then the holder ends and leadership passes
+// around: each contender's child (the chaos child under timeout(1), so
+// that it ends by itself after o.crowdRun) runs once, and each leaderrun
+// exits after its run. Every request goes through one counting proxy.
+func (b *bench) crowd(ctx context.Context, n int) crowdResult {
+	r := crowdResult{n: n, poll: b.o.crowdPoll, run: b.o.crowdRun, watch: b.o.crowdWatch}
+	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d", n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.err = err.Error()
+		return r
+	}
+	timeoutBin, err := exec.LookPath("timeout")
+	if err != nil {
+		r.err = "timeout(1) not found"
+		return r
+	}
+	recPath := filepath.Join(dir, "records")
+	rec := chaos.NewRecords(recPath)
+	name := fmt.Sprintf("crowd%d-%s", n, randHex(4))
+	p, err := faultproxy.New(b.az.target)
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
+	defer p.Close()
+	env, flags := b.viaProxy(p)
+	// Every contender gives up after this (exit 75): the run is bounded
+	// even if leadership stopped passing around.
+	giveUp := time.Duration(n)*(b.o.crowdRun+time.Second) + 2*time.Minute
+
+	var procs []*proc
+	defer func() {
+		for _, q := range procs {
+			q.stop(5 * time.Second)
+		}
+		b.reapChildren(rec)
+	}()
+
+	// The holder talks to the emulator directly: the proxy sees the
+	// contenders only.
+	holder, err := b.launch("crowd-holder", filepath.Join(dir, "holder.log"), b.direct(),
+		b.lr(name, []string{"--identity", "holder"}, "sleep", "600"))
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
+	procs = append(procs, holder)
+	if !waitFor(ctx, 20*time.Second, func() bool { return logHas(holder.log, "acquired lease") || holder.exited() }) || holder.exited() {
+		if ctx.Err() != nil {
+			r.err = "interrupted"
+			return r
+		}
+		r.err = "the holder did not acquire the lease" + logTail(holder.log)
+		return r
+	}
+
+	// Start the contenders spread over one poll interval, so that their
+	// polls are spread too (started at once, they would poll in step for
+	// a while).
+	spread := max(b.o.crowdPoll/time.Duration(n), 5*time.Millisecond)
+	for i := range n {
+		if ctx.Err() != nil {
+			r.err = "interrupted"
+			return r
+		}
+		id := fmt.Sprintf("c%03d", i)
+		cf := append(slices.Clone(flags), "--identity", id, "--poll-interval", b.o.crowdPoll.String(), "-w", giveUp.String())
+		q, err := b.launch(id, filepath.Join(dir, id+".log"), env,
+			b.lr(name, cf, timeoutBin, "--foreground", "-s", "TERM", durSeconds(b.o.crowdRun), b.bin.child, "-log", recPath))
+		if err != nil {
+			r.err = err.Error()
+			return r
+		}
+		procs = append(procs, q)
+		r.started++
+		time.Sleep(spread)
+	}
+	contenders := procs[1:]
+	// Every 200 ms, look at the logs of those not yet seen waiting.
+	pending := slices.Clone(contenders)
+	settled := false
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+		pending = slices.DeleteFunc(pending, func(q *proc) bool { return q.exited() || logHas(q.log, "waiting for the lease") })
+		if settled = len(pending) == 0; settled {
+			break
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	if !settled {
+		r.err = "not every contender settled into waiting within 60 s"
+		return r
+	}
+	for _, q := range contenders {
+		if q.exited() {
+			r.err = fmt.Sprintf("%s exited while the holder held the lease (status %d)%s", q.name, q.exitCode(), logTail(q.log))
+			return r
+		}
+		s := readProcStat(q.pid(), b.tick)
+		r.pssTotal += s.PSS
+		r.rssTotal += s.RSS
+	}
+
+	// The request rate with every contender waiting.
+	p.ResetCounts()
+	r.peakWait = peakRate(ctx, p, r.watch)
+	r.waiting = p.Counts()
+	if ctx.Err() != nil {
+		r.err = "interrupted"
+		return r
+	}
+
+	// Leadership passes around.
+	p.ResetCounts()
+	var peak int64
+	var mu sync.Mutex
+	stopPeak := make(chan struct{})
+	peakDone := make(chan struct{})
+	go func() {
+		defer close(peakDone)
+		prev := int64(0)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopPeak:
+				return
+			case <-t.C:
+				c := p.Counts()
+				mu.Lock()
+				peak = max(peak, c.Reads+c.Writes-prev)
+				mu.Unlock()
+				prev = c.Reads + c.Writes
+			}
+		}
+	}()
+	tRelease := time.Now()
+	holder.signal(syscall.SIGTERM)
+	done := waitFor(ctx, giveUp+30*time.Second, func() bool { // exited() reads a channel: cheap
+		for _, q := range contenders {
+			if !q.exited() {
+				return false
+			}
+		}
+		return true
+	})
+	close(stopPeak)
+	<-peakDone
+	r.during = p.Counts()
+	mu.Lock()
+	r.peakRun = peak
+	mu.Unlock()
+	if err := rec.Poll(); err != nil {
+		r.err = err.Error()
+		return r
+	}
+	procsRec := rec.Procs()
+	r.overlap = chaos.MaxOverlap(procsRec)
+	var children []chaos.Proc
+	for _, c := range procsRec {
+		if c.Role == "child" {
+			children = append(children, c)
+		}
+	}
+	slices.SortFunc(children, func(a, b chaos.Proc) int { return a.Begin.Compare(b.Begin) })
+	r.ran = len(children)
+	for i := 1; i < len(children); i++ {
+		r.gaps = append(r.gaps, children[i].Begin.Sub(children[i-1].End))
+	}
+	if len(children) > 0 {
+		r.passAround = children[len(children)-1].End.Sub(tRelease)
+	}
+	if !done {
+		r.err = fmt.Sprintf("only %d of %d contenders ran before the bound", r.ran, n)
+	}
+	return r
+}
+
+// peakRate sleeps d (or until ctx ends), sampling p's counts every second,
+// and returns the most requests seen in one second.
+func peakRate(ctx context.Context, p *faultproxy.Proxy, d time.Duration) int64 {
+	var peak, prev int64
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if !sleepCtx(ctx, min(time.Second, time.Until(end))) {
+			break
+		}
+		c := p.Counts()
+		peak = max(peak, c.Reads+c.Writes-prev)
+		prev = c.Reads + c.Writes
+	}
+	return peak
+}
+
+// durSeconds formats d for timeout(1): "0.2".
+func durSeconds(d time.Duration) string {
+	return fmt.Sprintf("%g", d.Seconds())
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/faultproxy"
+)
+
+// failoverResult is figure 3: kill -9 of the leader.
+type failoverResult struct {
+	// leaderrun (default 15 s lease, follower at the default 2 s poll):
+	// from the kill to the follower's child's begin; from the leader's last
+	// successful renewal (as seen by its proxy) to the same; how long the
+	// crashed leader's child was still running after the kill.
+	failover, sinceRenewal, survival sample
+	trials                           int
+	errs                             []string
+	// etcdctl lock --ttl 15: the same, and whether the crashed leader's
+	// command was still running when the new holder's began.
+	etcdFailover sample
+	etcdOrphans  int // commands still running at the new holder's start
+	etcdTrials   int
+	etcdErr      string
+	err          string
+}
+
+const (
+	leaseDuration = 15 * time.Second
+	defaultPoll   = 2 * time.Second
+	etcdTTL       = 15
+)
+
+func (b *bench) failover(ctx context.Context) *failoverResult {
+	r := &failoverResult{}
+	dir := filepath.Join(b.work, "failover")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.err = err.Error()
+		return r
+	}
+	type one struct {
+		failover, sinceRenewal, survival time.Duration
+		orphan                           bool
+		etcd                             bool
+		err                              error
+	}
+	var mu sync.Mutex
+	var all []one
+	var wg sync.WaitGroup
+	for i := range b.o.failovers {
+		wg.Go(func() {
+			f, s, v, err := b.failoverLeaderrun(ctx, dir, i)
+			mu.Lock()
+			all = append(all, one{failover: f, sinceRenewal: s, survival: v, err: err})
+			mu.Unlock()
+		})
+	}
+	etcdTrials := 0
+	if b.etcd != nil {
+		etcdTrials = max(b.o.failovers/3, 1)
+	} else {
+		r.etcdErr = b.etcdWhy
+	}
+	for i := range etcdTrials {
+		wg.Go(func() {
+			f, orphan, err := b.failoverEtcd(ctx, dir, i)
+			mu.Lock()
+			all = append(all, one{failover: f, orphan: orphan, etcd: true, err: err})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, o := range all {
+		switch {
+		case o.etcd && o.err != nil:
+			r.etcdErr = o.err.Error()
+		case o.etcd:
+			r.etcdTrials++
+			r.etcdFailover = append(r.etcdFailover, o.failover)
+			if o.orphan {
+				r.etcdOrphans++
+			}
+		case o.err != nil:
+			r.errs = append(r.errs, o.err.Error())
+		default:
+			r.trials++
+			r.failover = append(r.failover, o.failover)
+			r.sinceRenewal = append(r.sinceRenewal, o.sinceRenewal)
+			r.survival = append(r.survival, o.survival)
+		}
+	}
+	if r.trials == 0 && len(r.errs) > 0 {
+		r.err = r.errs[0]
+	}
+	return r
+}
+
+// renewWatch remembers when a proxy last saw an acquire or renew request
+// (polled every 2 ms): an upper bound of the crashed leader's t_ok.
+type renewWatch struct {
+	once sync.Once
+	mu   sync.Mutex
+	n    int64
+	last time.Time
+	stop chan struct{}
+	done chan struct{}
+}
+
+func watchRenewals(p *faultproxy.Proxy) *renewWatch {
+	w := &renewWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				c := p.Counts()
+				n := c.ByOp[faultproxy.OpAcquire] + c.ByOp[faultproxy.OpRenew]
+				w.mu.Lock()
+				if n != w.n {
+					w.n, w.last = n, time.Now()
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// lastAt stops the watch and returns when the count last grew.
+func (w *renewWatch) lastAt() time.Time {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// failoverLeaderrun is one crash trial: a leader (through its own counting
+// proxy) runs the chaos child, beating every 5 ms; a follower waits at the
+// default poll interval; after a random 0.5–5.5 s (a random phase of the
+// 5 s renewals) the leader gets SIGKILL. The crashed leader's child is
+// watched every millisecond until it is gone; the follower's child's begin
+// ends the trial.
+func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failover, sinceRenewal, survival time.Duration, err error) {
+	recPath := filepath.Join(dir, fmt.Sprintf("records-%d", i))
+	rec := chaos.NewRecords(recPath)
+	name := "failover-" + randHex(4)
+	p, err := faultproxy.New(b.az.target)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer p.Close()
+	watch := watchRenewals(p)
+	lid, fid := fmt.Sprintf("crash%d-leader", i), fmt.Sprintf("crash%d-follower", i)
+	env, flags := b.viaProxy(p)
+	leader, err := b.launch(lid, filepath.Join(dir, lid+".log"), env,
+		b.lr(name, append(flags, "--identity", lid), b.bin.child, "-log", recPath, "-beat", "5ms"))
+	if err != nil {
+		watch.lastAt()
+		return 0, 0, 0, err
+	}
+	defer leader.stop(5 * time.Second)
+	if _, err := awaitChild(ctx, rec, lid, leader, 30*time.Second); err != nil {
+		watch.lastAt()
+		return 0, 0, 0, err
+	}
+	follower, err := b.launch(fid, filepath.Join(dir, fid+".log"), b.direct(),
+		b.lr(name, []string{"--identity", fid}, b.bin.child, "-log", recPath))
+	if err != nil {
+		watch.lastAt()
+		return 0, 0, 0, err
+	}
+	defer func() {
+		follower.stop(10 * time.Second)
+		b.reapChildren(rec)
+	}()
+	if !waitFor(ctx, 15*time.Second, func() bool { return logHas(follower.log, "waiting for the lease") || follower.exited() }) || follower.exited() {
+		watch.lastAt()
+		return 0, 0, 0, fmt.Errorf("%s did not settle into waiting%s", fid, logTail(follower.log))
+	}
+	if !sleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
+		watch.lastAt()
+		return 0, 0, 0, fmt.Errorf("interrupted")
+	}
+	_ = rec.Poll()
+	child, ok := childOf(rec, lid)
+	if !ok {
+		watch.lastAt()
+		return 0, 0, 0, fmt.Errorf("no record of %s's child", lid)
+	}
+	exe := absPath(b.bin.child)
+	t0 := time.Now()
+	leader.signal(syscall.SIGKILL)
+	lastRenewal := watch.lastAt()
+	// Watch the child die: every millisecond, up to 5 s.
+	for alive(child.PID, exe) && time.Since(t0) < 5*time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	survival = time.Since(t0)
+	if alive(child.PID, exe) {
+		killPID(child.PID, exe)
+		return 0, 0, 0, fmt.Errorf("the crashed leader's child was still running 5 s after kill -9")
+	}
+	at, err := awaitChild(ctx, rec, fid, follower, leaseDuration+3*defaultPoll+15*time.Second)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return at.Sub(t0), at.Sub(lastRenewal), survival, nil
+}
+
+// failoverEtcd is one crash trial of `etcdctl lock --ttl 15`: kill -9 of
+// the leading etcdctl. Its command has no parent-death signal: it runs on,
+// unlocked, and the bench kills it once the new holder's command began.
+func (b *bench) failoverEtcd(ctx context.Context, dir string, i int) (failover time.Duration, orphan bool, err error) {
+	recPath := filepath.Join(dir, fmt.Sprintf("records-etcd-%d", i))
+	rec := chaos.NewRecords(recPath)
+	name := "failover-" + randHex(4)
+	lid, fid := fmt.Sprintf("etcd%d-leader", i), fmt.Sprintf("etcd%d-follower", i)
+	leader, err := b.launch(lid, filepath.Join(dir, lid+".log"), b.etcd.env("LEADERRUN_IDENTITY="+lid),
+		b.etcd.lockArgv(name, etcdTTL, b.bin.child, "-log", recPath))
+	if err != nil {
+		return 0, false, err
+	}
+	exe := absPath(b.bin.child)
+	defer func() {
+		leader.signalGroup(syscall.SIGKILL)
+		b.reapChildren(rec)
+	}()
+	if _, err := awaitChild(ctx, rec, lid, leader, 20*time.Second); err != nil {
+		return 0, false, err
+	}
+	follower, err := b.launch(fid, filepath.Join(dir, fid+".log"), b.etcd.env("LEADERRUN_IDENTITY="+fid),
+		b.etcd.lockArgv(name, etcdTTL, b.bin.child, "-log", recPath))
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() {
+		follower.signalGroup(syscall.SIGTERM)
+		if !follower.wait(10 * time.Second) {
+			follower.signalGroup(syscall.SIGKILL)
+		}
+	}()
+	if !sleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
+		return 0, false, fmt.Errorf("interrupted")
+	}
+	_ = rec.Poll()
+	child, ok := childOf(rec, lid)
+	if !ok {
+		return 0, false, fmt.Errorf("no record of %s's command", lid)
+	}
+	t0 := time.Now()
+	leader.signal(syscall.SIGKILL)
+	at, err := awaitChild(ctx, rec, fid, follower, time.Duration(etcdTTL)*time.Second+20*time.Second)
+	if err != nil {
+		return 0, false, err
+	}
+	orphan = alive(child.PID, exe)
+	killPID(child.PID, exe)
+	return at.Sub(t0), orphan, nil
+}
