@@ -351,18 +351,25 @@ func (a *attempt) claim(ctx context.Context, l *Lease) error {
 	if acquiredAt.IsZero() {
 		acquiredAt = p.Date
 	}
+	// The run's start goes in the same write (one request fewer per run and
+	// per handover): the command starts right after the claim, and a run
+	// skipped by --once-per returned above, before anything was written.
 	md := mergeMetadata(p.Metadata, map[string]string{
 		mdHolder:        cfg.Identity,
 		mdTerm:          strconv.FormatInt(stored+1, 10),
 		mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
 		mdAcquiredAt:    formatTime(acquiredAt),
 		mdVersion:       cfg.Version,
+		mdLastRunStart:  formatTime(p.Date),
+		mdLastRunHolder: cfg.Identity,
 	})
+	delete(md, mdLastRunEnd)
+	delete(md, mdLastExit)
 	date, err := c.setMetadata(rctx, l.ID, md)
 	if err != nil {
 		return err
 	}
-	l.Term, l.AcquiredAt, l.meta = stored+1, acquiredAt, md
+	l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !p.Date.IsZero()
 	l.sawDate(p.Date)
 	l.sawDate(date)
 	return nil

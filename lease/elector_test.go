@@ -248,6 +248,19 @@ func TestMetadataKeepsForeignKeys(t *testing.T) {
 		if md["owner"] != "team-x" || md["term"] != "42" || l.Term != 42 || md["holder"] != "vm-1" {
 			t.Errorf("after acquire: %v", md)
 		}
+		// The claim recorded the run's start with the term, in one write.
+		if want := formatTime(time.Now().UTC().Truncate(time.Second)); md["lastrunstart"] != want ||
+			md["lastrunholder"] != "vm-1" || md["lastrunend"] != "" || md["lastexit"] != "" {
+			t.Errorf("after acquire: the run's start is not recorded: %v", md)
+		}
+		writes := s.count(opSetMeta)
+		if err := l.RecordRunStart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.count(opSetMeta); n != writes {
+			t.Errorf("RecordRunStart right after Acquire wrote again (%d writes, want %d)", n, writes)
+		}
+		// A later start is recorded anew.
 		time.Sleep(3 * time.Second)
 		if err := l.RecordRunStart(context.Background()); err != nil {
 			t.Fatal(err)

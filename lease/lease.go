@@ -36,16 +36,19 @@ type Lease struct {
 	renewedAt chan time.Time
 	keepOnce  sync.Once
 
-	mu         sync.Mutex
-	tOK        time.Time         // send time of the last successful acquire or renew (monotonic)
-	lostErr    *LostError        // set before lost is closed
-	meta       map[string]string // the blob's metadata as last written by us
-	date       time.Time         // the latest service Date seen
-	dateAt     time.Time         // when that answer arrived (monotonic)
-	stopKeeper context.CancelFunc
-	keeperDone chan struct{}
-	releasing  bool // Release was called: the keeper exits without closing Lost
-	released   bool
+	mu      sync.Mutex
+	tOK     time.Time         // send time of the last successful acquire or renew (monotonic)
+	lostErr *LostError        // set before lost is closed
+	meta    map[string]string // the blob's metadata as last written by us
+	// runStartRecorded: the claim wrote lastrunstart with the term, so the
+	// first RecordRunStart has nothing to do.
+	runStartRecorded bool
+	date             time.Time // the latest service Date seen
+	dateAt           time.Time // when that answer arrived (monotonic)
+	stopKeeper       context.CancelFunc
+	keeperDone       chan struct{}
+	releasing        bool // Release was called: the keeper exits without closing Lost
+	released         bool
 }
 
 func newLease(c *Client, cfg Config, lsr leaser, id string, sent, date time.Time) *Lease {
@@ -107,13 +110,19 @@ func (l *Lease) serviceNow() time.Time {
 
 // RecordRunStart writes lastrunstart and lastrunholder to the blob's
 // metadata, and clears lastrunend and lastexit; call it right before the
-// child starts. lastrunstart is service time: the Date header of the latest
+// child starts. Right after Acquire it writes nothing: the claim recorded
+// the start (the service's Date of the claim's read) with the term. lastrunstart is service time: the Date header of the latest
 // answer from the service (the acquire's metadata write or the latest
 // renewal) plus the monotonic time since it arrived, to the second (Date has
 // one-second resolution). Transient failures are retried for up to 5 s. Under
 // --once-per the record is what makes later contenders skip, so a failure
 // should stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
+	if l.runStartRecorded {
+		// The claim wrote it with the term, a moment ago.
+		l.runStartRecorded = false
+		return nil
+	}
 	start := l.serviceNow()
 	if start.IsZero() {
 		return &StorageError{Op: "record run start", Err: errors.New("no Date header seen from the service"),
