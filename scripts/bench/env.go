@@ -57,24 +57,6 @@ type machine struct {
 	flockVer string
 }
 
-// moduleRoot is the directory of go.mod, from the working directory up.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the leaderrun repository (no go.mod found)")
-		}
-		dir = parent
-	}
-}
-
 // build builds leaderrun (plain and stripped) and the chaos child.
 func build(ctx context.Context, root, dir string) (binaries, error) {
 	bins := binaries{
@@ -100,24 +82,11 @@ func build(ctx context.Context, root, dir string) (binaries, error) {
 // $AZURITE_STATE_DIR if set (scripts/bench.sh sets it, to stop it even if
 // this driver is killed), else under work.
 func startAzurite(ctx context.Context, root, work string) (*emulator, error) {
-	state := os.Getenv("AZURITE_STATE_DIR")
-	if state == "" {
-		state = filepath.Join(work, "azurite")
-	}
-	script := filepath.Join(root, "scripts", "azurite.sh")
-	env := append(os.Environ(), "AZURITE_STATE_DIR="+state)
-	cmd := exec.CommandContext(ctx, script, "start")
-	cmd.Env, cmd.Stderr = env, os.Stderr
-	out, err := cmd.Output()
+	cs, stop, err := chaos.StartAzurite(ctx, root, work)
 	if err != nil {
-		return nil, fmt.Errorf("scripts/azurite.sh start: %w", err)
+		return nil, err
 	}
-	e := &emulator{connString: strings.TrimSpace(string(out)), version: azuriteVersion(root)}
-	e.stop = func() {
-		c := exec.Command(script, "stop")
-		c.Env, c.Stderr = env, os.Stderr
-		_ = c.Run()
-	}
+	e := &emulator{connString: cs, version: azuriteVersion(root), stop: stop}
 	kv := map[string]string{}
 	for part := range strings.SplitSeq(e.connString, ";") {
 		if k, v, ok := strings.Cut(part, "="); ok {

@@ -49,6 +49,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/leaderrun/leaderrun/internal/chaos"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -225,7 +227,7 @@ type results struct {
 
 func drive(o options, args []string) (int, error) {
 	begin := time.Now()
-	root, err := moduleRoot()
+	root, err := chaos.ModuleRoot()
 	if err != nil {
 		return 2, err
 	}

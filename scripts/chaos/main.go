@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -84,7 +83,7 @@ func run(args []string) int {
 // status.
 func drive(o options, kinds []chaos.Kind) (int, error) {
 	start := time.Now()
-	root, err := moduleRoot()
+	root, err := chaos.ModuleRoot()
 	if err != nil {
 		return 2, err
 	}
@@ -113,7 +112,7 @@ func drive(o options, kinds []chaos.Kind) (int, error) {
 	if err := chaos.Build(ctx, root, chaos.ChildPackage, child); err != nil {
 		return 2, err
 	}
-	cs, stopAzurite, err := startAzurite(ctx, root, work)
+	cs, stopAzurite, err := chaos.StartAzurite(ctx, root, work)
 	if err != nil {
 		return 2, err
 	}
@@ -258,48 +257,6 @@ feed:
 	close(next)
 	wg.Wait()
 	return results
-}
-
-// startAzurite starts the emulator with scripts/azurite.sh, in
-// $AZURITE_STATE_DIR if set (scripts/chaos.sh sets it, to stop it even if
-// this driver is killed), else under work. stop stops it.
-func startAzurite(ctx context.Context, root, work string) (cs string, stop func(), err error) {
-	state := os.Getenv("AZURITE_STATE_DIR")
-	if state == "" {
-		state = filepath.Join(work, "azurite")
-	}
-	script := filepath.Join(root, "scripts", "azurite.sh")
-	env := append(os.Environ(), "AZURITE_STATE_DIR="+state)
-	cmd := exec.CommandContext(ctx, script, "start")
-	cmd.Env, cmd.Stderr = env, os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", nil, fmt.Errorf("scripts/azurite.sh start: %w", err)
-	}
-	stop = func() {
-		c := exec.Command(script, "stop")
-		c.Env, c.Stderr = env, os.Stderr
-		_ = c.Run()
-	}
-	return strings.TrimSpace(string(out)), stop, nil
-}
-
-// moduleRoot is the directory of go.mod, from the working directory up.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the leaderrun repository (no go.mod found)")
-		}
-		dir = parent
-	}
 }
 
 func firstOr(s []string, def string) string {
