@@ -5,7 +5,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -33,11 +32,10 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
-	code := exitCode(err)
 	if err != nil {
-		app.report(err, code)
+		app.report(err)
 	}
-	return code
+	return exitCode(err)
 }
 
 // app is what every command shares: where output goes and the logger that
@@ -50,21 +48,16 @@ type app struct {
 
 // report writes the one plain line that precedes a non-zero exit of
 // leaderrun's own.
-func (a *app) report(err error, code int) {
-	var ue *usageError
+func (a *app) report(err error) {
 	var ee *exitError
-	switch {
-	case errors.As(err, &ee):
+	if errors.As(err, &ee) {
 		if ee.err != nil {
 			a.log.Error(ee.err.Error())
 		}
-	case errors.As(err, &ue):
-		a.log.Error(ue.Error() + " (see 'leaderrun --help')")
-	default:
-		// cobra's own parse errors: unknown command, bad flag value
-		a.log.Error(err.Error() + " (see 'leaderrun --help')")
+		return
 	}
-	_ = code
+	// usage errors, ours or cobra's (unknown command, bad flag value)
+	a.log.Error(err.Error() + " (see 'leaderrun --help')")
 }
 
 func newRootCmd(a *app) *cobra.Command { return newRootCmdWith(a, runLeader) }
@@ -172,12 +165,4 @@ func unexpectedArgs(_ *cobra.Command, args []string) error {
 		return usagef("unexpected arguments: %s", strings.Join(args, " "))
 	}
 	return nil
-}
-
-func quoteArgs(argv []string) string {
-	q := make([]string, len(argv))
-	for i, s := range argv {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, " ")
 }

@@ -35,6 +35,26 @@ func acquireLease(t *testing.T, s *fakeStore, cfg Config) *Lease {
 	return l
 }
 
+// holding acquires a free lease at time.Now() (t0 = t_ok) and allows the
+// keeper's calls: renewals and the release.
+func holding(t *testing.T, cfg Config) (*fakeStore, *Lease, time.Time) {
+	t.Helper()
+	s := newFakeStore(t)
+	t0 := time.Now()
+	l := acquireLease(t, s, cfg)
+	s.setAllow(opRenew, opRelease)
+	return s, l, t0
+}
+
+// releaseNow lets requests through again and releases the lease.
+func releaseNow(t *testing.T, s *fakeStore, l *Lease) {
+	t.Helper()
+	s.setHook(nil)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func isLost(l *Lease) bool {
 	select {
 	case <-l.Lost():
@@ -53,10 +73,7 @@ func wantTime(t *testing.T, what string, got, t0 time.Time, want time.Duration) 
 
 func TestKeeperRenewCadence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		l.Keep(context.Background())
 
 		time.Sleep(15*time.Second - time.Millisecond)
@@ -99,10 +116,7 @@ func TestKeeperRenewCadence(t *testing.T) {
 
 func TestKeeperRetriesWithinBudgetThenKeeps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		var (
 			mu    sync.Mutex
 			fails = 3
@@ -143,10 +157,7 @@ func TestKeeperRetriesWithinBudgetThenKeeps(t *testing.T) {
 
 func TestKeeperAllRenewalsFailLostAtStopAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		s.setHook(func(ctx context.Context, op string) error {
 			if op == opRenew {
 				return respErr(http.StatusInternalServerError, "InternalError")
@@ -166,10 +177,7 @@ func TestKeeperAllRenewalsFailLostAtStopAt(t *testing.T) {
 			t.Errorf("renew attempts = %d, want retries", n)
 		}
 		// The lease is still ours at the service: Release frees it.
-		s.setHook(nil)
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		releaseNow(t, s, l)
 		if s.leaseState() != StateAvailable {
 			t.Errorf("state after Release = %s", s.leaseState())
 		}
@@ -180,10 +188,7 @@ func TestKeeperAllRenewalsFailLostAtStopAt(t *testing.T) {
 // leave room for several tries before the stop deadline.
 func TestKeeperAllRequestsHangSeveralTries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		s.setHook(func(ctx context.Context, op string) error {
 			if op == opRenew {
 				<-ctx.Done()
@@ -197,10 +202,7 @@ func TestKeeperAllRequestsHangSeveralTries(t *testing.T) {
 		if n := s.count(opRenew); n < 3 {
 			t.Errorf("renew attempts in the 3.5 s window = %d, want at least 3", n)
 		}
-		s.setHook(nil)
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		releaseNow(t, s, l)
 	})
 }
 
@@ -218,10 +220,7 @@ func TestKeeperLeaseGoneLostAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := newFakeStore(t)
-				t0 := time.Now()
-				l := acquireLease(t, s, testConfig())
-				s.setAllow(opRenew, opRelease)
+				s, l, t0 := holding(t, testConfig())
 				s.setHook(func(ctx context.Context, op string) error {
 					if op == opRenew {
 						return respErr(tc.status, tc.code)
@@ -241,10 +240,7 @@ func TestKeeperLeaseGoneLostAtOnce(t *testing.T) {
 				if n := s.count(opRenew); n != 1 {
 					t.Errorf("renew attempts = %d, want 1 (no retry once gone)", n)
 				}
-				s.setHook(nil)
-				if err := l.Release(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				releaseNow(t, s, l)
 			})
 		})
 	}
@@ -272,10 +268,7 @@ func TestReleaseAfterLostLeaseGone(t *testing.T) {
 func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 	t.Run("cut and retried", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := newFakeStore(t)
-			t0 := time.Now()
-			l := acquireLease(t, s, testConfig())
-			s.setAllow(opRenew, opRelease)
+			s, l, t0 := holding(t, testConfig())
 			var (
 				mu        sync.Mutex
 				deadlines []time.Time
@@ -309,10 +302,7 @@ func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 			if d := got[1].Sub(got[0]); d <= time.Second || d > 2*time.Second {
 				t.Fatalf("retry's deadline %s after the first's, want a backoff plus 1.17 s", d)
 			}
-			s.setHook(nil)
-			if err := l.Release(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			releaseNow(t, s, l)
 		})
 	})
 	t.Run("deadline never past stopAt", func(t *testing.T) {
@@ -351,20 +341,14 @@ func TestKeeperHungRequestCutByDeadline(t *testing.T) {
 			}
 			mu.Unlock()
 			wantTime(t, "KillBy", l.LostErr().KillBy, t0, testKillAt)
-			s.setHook(nil)
-			if err := l.Release(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			releaseNow(t, s, l)
 		})
 	})
 }
 
 func TestKeeperLateAnswerCountsFromSendTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		var (
 			mu sync.Mutex
 			n  int
@@ -385,19 +369,13 @@ func TestKeeperLateAnswerCountsFromSendTime(t *testing.T) {
 		// The renewal sent at t0+5s counts from t0+5s, not from its answer at t0+6.1s.
 		wantTime(t, "Lost closed", time.Now(), t0, 5*time.Second+testStopAt)
 		wantTime(t, "KillBy", l.LostErr().KillBy, t0, 5*time.Second+testKillAt)
-		s.setHook(nil)
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		releaseNow(t, s, l)
 	})
 }
 
 func TestKeeperFrozenPastKillAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		s, l, t0 := holding(t, testConfig())
 		s.setHook(func(ctx context.Context, op string) error {
 			if op == opRenew {
 				time.Sleep(20 * time.Second) // the process was frozen mid-request
@@ -410,19 +388,13 @@ func TestKeeperFrozenPastKillAt(t *testing.T) {
 		le := l.LostErr()
 		wantTime(t, "StopAt", le.StopAt, t0, 25*time.Second)
 		wantTime(t, "KillBy", le.KillBy, t0, 25*time.Second)
-		s.setHook(nil)
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		releaseNow(t, s, l)
 	})
 }
 
 func TestKeeperContextEndLoses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newFakeStore(t)
-		t0 := time.Now()
-		l := acquireLease(t, s, testConfig())
-		s.setAllow(opRenew, opRelease)
+		_, l, t0 := holding(t, testConfig())
 		ctx, cancel := context.WithCancel(context.Background())
 		l.Keep(ctx)
 		time.Sleep(2 * time.Second)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -53,4 +54,36 @@ func StartAzurite(ctx context.Context, root, work string) (cs string, stop func(
 		_ = c.Run()
 	}
 	return strings.TrimSpace(string(out)), stop, nil
+}
+
+// StartLogged starts cmd with its standard output and error appended to
+// logPath, in its own process group and with a parent-death signal (see
+// sysProcAttr), so that nothing a driver starts outlives it. The goroutine
+// that starts the process keeps its OS thread until the process has been
+// reaped, as the parent-death signal requires; done is closed then.
+func StartLogged(cmd *exec.Cmd, logPath string) (done <-chan struct{}, err error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = sysProcAttr()
+	reaped := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(reaped)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return reaped, nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -663,40 +662,20 @@ type process struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
-	done chan struct{} // closed when it has exited and been reaped
+	done <-chan struct{} // closed when it has exited and been reaped
 }
 
 // launch starts leaderrun with args, its output (and its child's) to
 // DIR/NAME.log. See sysProcAttr.
 func (t *trial) launch(name string, env, args []string) (*process, error) {
 	logPath := filepath.Join(t.res.Dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	cmd := exec.Command(t.env.Leaderrun, args...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, t.res.Dir, f, f
-	cmd.SysProcAttr = sysProcAttr()
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// A parent-death signal fires when the thread that started the
-		// process exits: keep this goroutine on its thread until then.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	cmd.Env, cmd.Dir = env, t.res.Dir
+	done, err := StartLogged(cmd, logPath)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	return p, nil
+	return &process{name: name, cmd: cmd, log: logPath, done: done}, nil
 }
 
 func (p *process) exited() bool {

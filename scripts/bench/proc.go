@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leaderrun/leaderrun/internal/chaos"
 )
 
 // proc is a process the bench started. It leads its own process group (so a
@@ -25,38 +27,19 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	log  string
-	done chan struct{} // closed when it has exited and been reaped
+	done <-chan struct{} // closed when it has exited and been reaped
 }
 
 // launch starts argv with env, its output to logPath (appended), and
 // registers it for the final cleanup.
 func (b *bench) launch(name, logPath string, env, argv []string) (*proc, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, b.work, f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// The parent-death signal fires when the thread that started the
-		// process exits: keep this goroutine on its thread until then.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	cmd.Env, cmd.Dir = env, b.work
+	done, err := chaos.StartLogged(cmd, logPath)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: done}
 	b.mu.Lock()
 	b.procs = append(b.procs, p)
 	b.mu.Unlock()
