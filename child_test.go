@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -90,5 +91,45 @@ func childMain() {
 		case <-beat.C:
 			record("beat")
 		}
+	}
+}
+
+// notifyListenMain is notifylisten SOCKET OUT DURATION: it stands in for
+// systemd, receiving sd_notify datagrams on the unixgram SOCKET and
+// appending each to OUT as a line, for DURATION or until SIGINT.
+func notifyListenMain() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: notifylisten SOCKET OUT DURATION")
+		os.Exit(2)
+	}
+	d, err := time.ParseDuration(os.Args[3])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: os.Args[1], Net: "unixgram"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	out, err := os.OpenFile(os.Args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt)
+	go func() {
+		<-stop // the script is done listening
+		_ = conn.SetReadDeadline(time.Now())
+	}()
+	buf := make([]byte, 4096)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			os.Exit(0)
+		}
+		fmt.Fprintf(out, "%s\n", buf[:n])
 	}
 }

@@ -27,7 +27,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(cleanupAfter{m}, map[string]func(){
-		"lrchild": childMain,
+		"lrchild":      childMain,
+		"notifylisten": notifyListenMain,
 	})
 }
 
