@@ -123,7 +123,7 @@ COMMAND not found.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
-	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a), newManCmd(a))
+	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
 	return root
 }
 

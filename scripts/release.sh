@@ -18,7 +18,7 @@ for target in linux/amd64 linux/arm64 darwin/arm64; do
   os=${target%/*} arch=${target#*/}
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$out/leaderrun-$os-$arch" .
 done
-go run . man "$out/man"
+go run ./scripts/man -version "$version" "$out/man"
 (cd "$out" && sha256sum leaderrun-* > SHA256SUMS)
 for f in "$out"/leaderrun-*; do
   awk -v n="$(basename "$f")" -v s="$(wc -c <"$f")" 'BEGIN { printf "%-32s %6.1f MiB\n", n, s / 1048576 }'

@@ -20,6 +20,13 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 GOOS=darwin go build -o /dev/null . # it must build on macOS
+# Every start pays for the packages the binary initialises: keep the
+# documentation generator out of it (scripts/man has it).
+heavy=$(go list -deps . | grep -E '^github.com/spf13/cobra/doc|^github.com/cpuguy83/go-md2man' || true)
+if [[ -n "$heavy" ]]; then
+  echo "test.sh: the leaderrun binary must not depend on: $heavy" >&2
+  exit 1
+fi
 
 echo "== Azurite"
 export AZURITE_STATE_DIR
