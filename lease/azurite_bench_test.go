@@ -10,7 +10,7 @@ import (
 
 // Benchmarks of the requests leaderrun makes, against the Azurite emulator
 // on loopback (LEADERRUN_TEST_CONNECTION_STRING, as for the tests; skipped
-// without it). They time the client's own path — the SDK pipeline, shared
+// without it). They time the client's own path — azcore's pipeline, shared
 // key signing, the bounded transport — plus the emulator's answer; a real
 // account adds a network round trip to each. scripts/bench.sh puts the
 // whole command in context.
@@ -71,15 +71,16 @@ func BenchmarkAzuriteRenew(b *testing.B) {
 	b.Cleanup(func() { _ = l.Release(ctx) })
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.renew(ctx, l.lsr); err != nil {
+		if _, err := c.renew(ctx, l.ID); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkAzuriteTerm is one whole term on a free lease, as a run of
-// leaderrun makes it: Acquire (acquire, read the metadata, write the new
-// term), RecordRunStart, RecordRunEnd, Release.
+// leaderrun makes it: Acquire (acquire with a read alongside, then the write
+// of the new term), RecordRunStart (nothing to write right after Acquire),
+// RecordRunEnd, Release.
 func BenchmarkAzuriteTerm(b *testing.B) {
 	c := benchClient(b, "term")
 	e := benchElector(b, c)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
@@ -47,6 +48,24 @@ func azuriteClient(t *testing.T, cfg ClientConfig) *Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// sdkContainer and sdkBlob are the Azure SDK's clients for the same
+// storage: tests cross-check what leaderrun's own requests did.
+func sdkContainer(t *testing.T, cs, name string) *container.Client {
+	t.Helper()
+	cc, err := container.NewClientFromConnectionString(cs, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// sdkBlob addresses blobName (unescaped) the SDK's way: the container
+// client escapes the name itself.
+func sdkBlob(t *testing.T, cs, containerName, blobName string) *blockblob.Client {
+	t.Helper()
+	return sdkContainer(t, cs, containerName).NewBlockBlobClient(blobName)
 }
 
 func azuriteElector(t *testing.T, c *Client, identity string, edit func(*Config)) *Elector {
@@ -102,7 +121,7 @@ func TestAzuriteLifecycle(t *testing.T) {
 	}
 
 	// Renew, record a run.
-	if _, err := ca.renew(ctx, la.lsr); err != nil {
+	if _, err := ca.renew(ctx, la.ID); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 	if err := la.RecordRunStart(ctx); err != nil {
@@ -163,11 +182,12 @@ func TestAzuriteKeepsContentAndForeignMetadata(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "lock"})
-	if _, err := c.cont.Create(ctx, nil); err != nil {
+	name := uniqueContainer(t)
+	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "lock"})
+	if _, err := sdkContainer(t, cs, name).Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	bb := c.blob.(*blockblob.Client)
+	bb := sdkBlob(t, cs, name, "lock")
 	owner := "team-x"
 	if _, err := bb.UploadBuffer(ctx, []byte("precious"), &blockblob.UploadBufferOptions{
 		Metadata: map[string]*string{"Owner": &owner},

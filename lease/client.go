@@ -1,11 +1,9 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,39 +12,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
-	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
-)
-
-// leaser is the SDK's lease client for one blob and one lease ID.
-type leaser interface {
-	AcquireLease(ctx context.Context, duration int32, o *azlease.BlobAcquireOptions) (azlease.BlobAcquireResponse, error)
-	RenewLease(ctx context.Context, o *azlease.BlobRenewOptions) (azlease.BlobRenewResponse, error)
-	ReleaseLease(ctx context.Context, o *azlease.BlobReleaseOptions) (azlease.BlobReleaseResponse, error)
-	BreakLease(ctx context.Context, o *azlease.BlobBreakOptions) (azlease.BlobBreakResponse, error)
-}
-
-// blobber is the SDK's client for the blob itself.
-type blobber interface {
-	GetProperties(ctx context.Context, o *blob.GetPropertiesOptions) (blob.GetPropertiesResponse, error)
-	SetMetadata(ctx context.Context, metadata map[string]*string, o *blob.SetMetadataOptions) (blob.SetMetadataResponse, error)
-	Upload(ctx context.Context, body io.ReadSeekCloser, o *blockblob.UploadOptions) (blockblob.UploadResponse, error)
-}
-
-// containerCreator is the SDK's client for the blob's container.
-type containerCreator interface {
-	Create(ctx context.Context, o *container.CreateOptions) (container.CreateResponse, error)
-}
-
-var (
-	_ leaser           = (*azlease.BlobClient)(nil)
-	_ blobber          = (*blockblob.Client)(nil)
-	_ containerCreator = (*container.Client)(nil)
 )
 
 // Request bounds. Every request carries a context deadline; these are the
@@ -110,14 +78,12 @@ type Client struct {
 	auth      authMode
 	secrets   []string // redacted from every error message
 
-	blob      blobber
-	cont      containerCreator
-	newLeaser func(leaseID string) (leaser, error)
-	log       hclog.Logger
+	api blobAPI
+	log hclog.Logger
 }
 
-// NewClient checks cfg and builds the SDK clients. It makes no request. A
-// configuration that cannot work is a *ConfigError.
+// NewClient checks cfg and builds the request pipeline. It makes no
+// request. A configuration that cannot work is a *ConfigError.
 //
 // The SDK's own retries are off (leaderrun retries with its own deadlines),
 // every try is bounded, and the HTTP transport bounds dialing, the TLS
@@ -188,53 +154,41 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	containerURL := base + "/" + cfg.Container
 	c.url = containerURL + "/" + escapeBlobName(cfg.Blob)
 
-	opts := clientOptions(loopback && c.auth == authEntra)
-	var bb *blockblob.Client
-	var cc *container.Client
+	transport := newTransport()
+	rb := &restBlob{blobURL: c.url, containerURL: containerURL}
 	switch c.auth {
 	case authSharedKey:
-		cred, err := blob.NewSharedKeyCredential(account, key)
+		signer, err := newSharedKeyPolicy(account, key)
 		if err != nil {
 			return nil, configErr("credentials", "the account key is not valid base64")
 		}
-		if bb, err = blockblob.NewClientWithSharedKeyCredential(c.url, cred, (*blockblob.ClientOptions)(opts)); err == nil {
-			cc, err = container.NewClientWithSharedKeyCredential(containerURL, cred, (*container.ClientOptions)(opts))
-		}
-		if err != nil {
-			return nil, configErr("endpoint", "%s", c.sanitize(err))
-		}
+		rb.pl = newPipeline(signer, transport)
 	case authSAS:
-		if bb, err = blockblob.NewClientWithNoCredential(c.url+"?"+sas, (*blockblob.ClientOptions)(opts)); err == nil {
-			cc, err = container.NewClientWithNoCredential(containerURL+"?"+sas, (*container.ClientOptions)(opts))
-		}
-		if err != nil {
-			return nil, configErr("endpoint", "%s", c.sanitize(err))
-		}
+		rb.sas = sas
+		rb.pl = newPipeline(nil, transport)
 	default:
 		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
+			ClientOptions: azcore.ClientOptions{Transport: transport},
 		})
 		if err != nil {
 			return nil, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
-		if bb, err = blockblob.NewClient(c.url, cred, (*blockblob.ClientOptions)(opts)); err == nil {
-			cc, err = container.NewClient(containerURL, cred, (*container.ClientOptions)(opts))
-		}
-		if err != nil {
-			return nil, configErr("endpoint", "%s", c.sanitize(err))
-		}
+		// A bearer token goes over plain http to loopback only (Azurite);
+		// checkEndpoint refused http anywhere else.
+		rb.pl = newPipeline(runtime.NewBearerTokenPolicy(cred, []string{storageScope},
+			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: loopback}), transport)
 	}
-	c.blob, c.cont = bb, cc
-	c.newLeaser = func(id string) (leaser, error) {
-		return azlease.NewBlobClient(bb, &azlease.BlobClientOptions{LeaseID: &id})
-	}
+	c.api = rb
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
 }
 
-// clientOptions: no SDK retries, a bounded try, a bounded transport.
-func clientOptions(allowHTTPToken bool) *blockblob.ClientOptions {
+// storageScope is the Entra ID scope of Azure Storage's data plane.
+const storageScope = "https://storage.azure.com/.default"
+
+// newTransport is a bounded HTTP/1.1 transport.
+func newTransport() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = tlsTimeout
@@ -245,11 +199,7 @@ func clientOptions(allowHTTPToken bool) *blockblob.ClientOptions {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	tr.Protocols = &protocols
-	return &blockblob.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Retry:                           policy.RetryOptions{MaxRetries: -1, TryTimeout: tryTimeout},
-		Transport:                       &http.Client{Transport: tr},
-		InsecureAllowCredentialWithHTTP: allowHTTPToken,
-	}}
+	return &http.Client{Transport: tr}
 }
 
 // URL is the blob's URL, without any query string, SAS or credential.
@@ -291,6 +241,8 @@ type Properties struct {
 	AcquiredAt    time.Time
 
 	LastRun *RunRecord // nil if no run was recorded
+
+	etag string // the blob's ETag when read; "" if absent
 }
 
 // RunRecord is the last run recorded in the metadata (service times).
@@ -315,7 +267,7 @@ func (c *Client) Properties(ctx context.Context) (*Properties, error) {
 
 // getProperties is Properties with the caller's deadline only.
 func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
-	resp, err := c.blob.GetProperties(ctx, nil)
+	resp, err := c.api.getProperties(ctx)
 	if err != nil {
 		se := c.mapError("get properties", err)
 		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
@@ -324,10 +276,12 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 		return nil, se
 	}
 	state := StateAvailable
-	if resp.LeaseState != nil && *resp.LeaseState != "" {
-		state = State(*resp.LeaseState)
+	if resp.LeaseState != "" {
+		state = State(resp.LeaseState)
 	}
-	return newProperties(state, resp.Metadata, derefTime(resp.Date)), nil
+	p := newProperties(state, resp.Metadata, resp.Date)
+	p.etag = resp.ETag
+	return p, nil
 }
 
 // Break breaks the blob's lease, whoever holds it (no lease ID needed). The
@@ -348,14 +302,9 @@ func (c *Client) BreakLease(ctx context.Context, period time.Duration) (time.Dur
 	if period < 0 || period > MaxDuration || period%time.Second != 0 {
 		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
 	}
-	l, err := c.newLeaser(uuid.NewString())
-	if err != nil {
-		return 0, c.mapError("break", err)
-	}
-	secs := int32(period / time.Second)
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	resp, err := l.BreakLease(rctx, &azlease.BlobBreakOptions{BreakPeriod: &secs})
+	resp, err := c.api.breakLease(rctx, int(period/time.Second))
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -367,53 +316,50 @@ func (c *Client) BreakLease(ctx context.Context, period time.Duration) (time.Dur
 		return 0, se
 	}
 	var left time.Duration
-	if resp.LeaseTime != nil {
-		left = time.Duration(*resp.LeaseTime) * time.Second
+	if resp.LeaseTime > 0 {
+		left = time.Duration(resp.LeaseTime) * time.Second
 	}
 	c.log.Debug("lease broken", "url", c.url, "period", period, "broken_in", left)
 	return left, nil
 }
 
-// acquire sends Acquire Lease for l's ID; it returns the service's Date.
-func (c *Client) acquire(ctx context.Context, l leaser, d time.Duration) (time.Time, error) {
-	resp, err := l.AcquireLease(ctx, int32(d/time.Second), nil)
+// acquire sends Acquire Lease for leaseID; the answer has the service's
+// Date and the blob's ETag.
+func (c *Client) acquire(ctx context.Context, leaseID string, d time.Duration) (answer, error) {
+	resp, err := c.api.acquireLease(ctx, leaseID, int(d/time.Second))
 	if err != nil {
-		return time.Time{}, c.mapError("acquire", err)
+		return answer{}, c.mapError("acquire", err)
 	}
-	return derefTime(resp.Date), nil
+	return resp, nil
 }
 
 // renew sends Renew Lease; it returns the service's Date.
-func (c *Client) renew(ctx context.Context, l leaser) (time.Time, error) {
-	resp, err := l.RenewLease(ctx, nil)
+func (c *Client) renew(ctx context.Context, leaseID string) (time.Time, error) {
+	resp, err := c.api.renewLease(ctx, leaseID)
 	if err != nil {
 		return time.Time{}, c.mapError("renew", err)
 	}
-	return derefTime(resp.Date), nil
+	return resp.Date, nil
 }
 
 // release sends Release Lease.
-func (c *Client) release(ctx context.Context, l leaser) error {
-	if _, err := l.ReleaseLease(ctx, nil); err != nil {
+func (c *Client) release(ctx context.Context, leaseID string) error {
+	if _, err := c.api.releaseLease(ctx, leaseID); err != nil {
 		return c.mapError("release", err)
 	}
 	return nil
 }
 
 // setMetadata replaces the blob's metadata, with the lease ID as access
-// condition (only the holder can write); it returns the service's Date.
-func (c *Client) setMetadata(ctx context.Context, leaseID string, md map[string]string) (time.Time, error) {
-	m := make(map[string]*string, len(md))
-	for k, v := range md {
-		m[k] = &v
-	}
-	resp, err := c.blob.SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{
-		LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &leaseID},
-	}})
+// condition (only the holder can write) and, if ifMatch is not empty, the
+// condition that the blob's ETag is still ifMatch; it returns the service's
+// Date.
+func (c *Client) setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (time.Time, error) {
+	resp, err := c.api.setMetadata(ctx, leaseID, ifMatch, md)
 	if err != nil {
 		return time.Time{}, c.mapError("set metadata", err)
 	}
-	return derefTime(resp.Date), nil
+	return resp.Date, nil
 }
 
 // ensureBlob creates the container (when missing) and the zero-length lock
@@ -421,7 +367,7 @@ func (c *Client) setMetadata(ctx context.Context, leaseID string, md map[string]
 // Someone else creating either first is fine.
 func (c *Client) ensureBlob(ctx context.Context, containerMissing bool) error {
 	if containerMissing {
-		if _, err := c.cont.Create(ctx, nil); err != nil {
+		if _, err := c.api.createContainer(ctx); err != nil {
 			if se := c.mapError("create container", err); se.kind != kindExists {
 				return se
 			}
@@ -429,11 +375,7 @@ func (c *Client) ensureBlob(ctx context.Context, containerMissing bool) error {
 			c.log.Info("created container", "container", c.container)
 		}
 	}
-	ifNoneMatch := azcore.ETagAny
-	_, err := c.blob.Upload(ctx, nopSeekCloser{bytes.NewReader(nil)}, &blockblob.UploadOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &ifNoneMatch}},
-	})
-	if err != nil {
+	if _, err := c.api.createBlob(ctx); err != nil {
 		se := c.mapError("create blob", err)
 		switch {
 		case se.kind == kindExists, se.StatusCode == http.StatusPreconditionFailed:
@@ -445,17 +387,6 @@ func (c *Client) ensureBlob(ctx context.Context, containerMissing bool) error {
 	}
 	c.log.Info("created lease blob", "url", c.url)
 	return nil
-}
-
-type nopSeekCloser struct{ *bytes.Reader }
-
-func (nopSeekCloser) Close() error { return nil }
-
-func derefTime(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
 }
 
 // connString is a parsed storage connection string.
@@ -482,7 +413,7 @@ func parseConnectionString(s string) (connString, error) {
 		if fields["developmentstorageproxyuri"] != "" {
 			return connString{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
 		}
-		// The Go SDK refuses this shorthand: spell out Azurite's defaults.
+		// Azurite's defaults, spelled out.
 		return connString{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
 	}
 	cs := connString{

@@ -315,17 +315,14 @@ func TestBlackHoledServerHonoursDeadlines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lsr, err := c.newLeaser("00000000-0000-0000-0000-000000000001")
-	if err != nil {
-		t.Fatal(err)
-	}
+	const id = "00000000-0000-0000-0000-000000000001"
 	for _, call := range []struct {
 		name string
 		do   func(ctx context.Context) error
 	}{
-		{"renew", func(ctx context.Context) error { _, err := c.renew(ctx, lsr); return err }},
-		{"acquire", func(ctx context.Context) error { _, err := c.acquire(ctx, lsr, 15*time.Second); return err }},
-		{"set metadata", func(ctx context.Context) error { _, err := c.setMetadata(ctx, "id", nil); return err }},
+		{"renew", func(ctx context.Context) error { _, err := c.renew(ctx, id); return err }},
+		{"acquire", func(ctx context.Context) error { _, err := c.acquire(ctx, id, 15*time.Second); return err }},
+		{"set metadata", func(ctx context.Context) error { _, err := c.setMetadata(ctx, id, "", nil); return err }},
 		{"properties", func(ctx context.Context) error { _, err := c.Properties(ctx); return err }},
 		{"break", func(ctx context.Context) error { return c.Break(ctx, 0) }},
 	} {

@@ -162,6 +162,14 @@ type WaitOptions struct {
 	// OnWait, if set, is called when the wait starts and when the holder
 	// changes while waiting, on Acquire's goroutine: it must not block.
 	OnWait func(p *Properties)
+	// OnTry, if set, is called on Acquire's goroutine right before each
+	// Acquire Lease request is sent: the first, a follower's acquire after
+	// a read found the lease free, a retry after a failure, the second
+	// one after creating a missing blob. It must not block. It lets the
+	// caller prepare, in parallel with the request, what must be ready as
+	// soon as the lease is held (leaderrun starts its child-process guard).
+	// A call promises nothing: the acquire may still be refused.
+	OnTry func()
 }
 
 // Acquire acquires the lease, waiting for it as w says, and writes the new
@@ -177,6 +185,13 @@ type WaitOptions struct {
 // Followers poll with reads: after one optimistic acquire, a waiting
 // follower reads the blob's properties every PollInterval (±20 %) and sends
 // an acquire only when the lease is neither leased nor breaking.
+//
+// Round trips: the optimistic acquire goes out together with a read of the
+// blob, so a free lease costs two round trips (acquire and read, then the
+// write of the new term) and a held one a single round trip before
+// NoWait's *HeldError; a follower's handover reuses the poll read that
+// found the lease free (acquire, then the write). See claim for why
+// reusing a read cannot make the term go wrong.
 func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.Timeout < 0 {
 		return nil, configErr("timeout", "%s: must not be negative", w.Timeout)
@@ -223,17 +238,26 @@ type attempt struct {
 var errHeldNow = errors.New("lease: held (acquire refused)")
 
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
+	var (
+		free *Properties // the latest poll read, which found the lease free
+		next *Properties // a read already made that serves as the next poll
+	)
 	read := false // the first step is one optimistic acquire
 	for {
 		if read {
-			rctx, cancel := a.requestCtx(ctx)
-			p, err := a.e.c.getProperties(rctx)
-			cancel()
-			if err != nil {
-				if err := a.failed(ctx, err); err != nil {
-					return nil, err
+			p := next
+			next = nil
+			if p == nil {
+				rctx, cancel := a.requestCtx(ctx)
+				var err error
+				p, err = a.e.c.getProperties(rctx)
+				cancel()
+				if err != nil {
+					if err := a.failed(ctx, err); err != nil {
+						return nil, err
+					}
+					continue
 				}
-				continue
 			}
 			a.succeeded()
 			if p.State.held() {
@@ -251,9 +275,26 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				}
 				continue
 			}
+			free = p
 		}
+		// An optimistic acquire goes with a concurrent read; a follower's
+		// acquire comes with the poll read that found the lease free.
+		var pr *pendingRead
+		if read {
+			pr = readDone(free)
+		} else {
+			pr = a.startRead(ctx)
+		}
+		l, err := a.try(ctx, pr)
+		if !read && errors.Is(err, errHeldNow) {
+			// The read sent with the refused acquire is the first poll,
+			// if it saw the lease held (else it raced a release: read again).
+			if p := pr.wait(); p != nil && p.State.held() {
+				next = p
+			}
+		}
+		pr.abandon()
 		read = true
-		l, err := a.try(ctx)
 		switch {
 		case err == nil:
 			return l, nil
@@ -284,15 +325,74 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	}
 }
 
-// try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, reads the metadata and writes the new term.
-func (a *attempt) try(ctx context.Context) (*Lease, error) {
-	c, cfg := a.e.c, a.e.cfg
-	lsr, err := c.newLeaser(a.leaseID)
-	if err != nil {
-		return nil, c.mapError("acquire", err)
+// pendingRead is a Get Blob Properties sent alongside an acquire, or a
+// read already made.
+type pendingRead struct {
+	done   chan struct{} // closed when p is set
+	p      *Properties   // nil if the read failed
+	cancel context.CancelFunc
+}
+
+// startRead sends a read on its own goroutine, bounded like any request of
+// the attempt.
+func (a *attempt) startRead(ctx context.Context) *pendingRead {
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	r := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(r.done)
+		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
+	}()
+	return r
+}
+
+// readDone wraps a read already made (nil: none).
+func readDone(p *Properties) *pendingRead {
+	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
+	close(r.done)
+	return r
+}
+
+// wait returns the read, once it has answered; nil if it failed.
+func (r *pendingRead) wait() *Properties {
+	<-r.done
+	return r.p
+}
+
+// waitUntil is wait, giving up at t (nil then).
+func (r *pendingRead) waitUntil(t time.Time) *Properties {
+	select {
+	case <-r.done:
+		return r.p
+	default:
 	}
-	sent, date, err := a.acquire(ctx, lsr)
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return r.p
+	case <-timer.C:
+		return nil
+	}
+}
+
+// abandon cancels the read if it is still in flight and waits for its
+// goroutine to end. Safe more than once.
+func (r *pendingRead) abandon() {
+	r.cancel()
+	<-r.done
+}
+
+// minReadGrace: how long past the acquire's answer try waits at least for
+// the read sent with it (see reusable).
+const minReadGrace = 100 * time.Millisecond
+
+// try sends one acquire (creating the container and blob if missing) and,
+// if it succeeds, claims the term: see claim. pr is a read made before or
+// with the acquire, which the claim uses instead of a read of its own if
+// the blob has not changed since; it is never nil.
+func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
+	c, cfg := a.e.c, a.e.cfg
+	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
 		rctx, cancel := a.requestCtx(ctx)
 		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
@@ -300,7 +400,7 @@ func (a *attempt) try(ctx context.Context) (*Lease, error) {
 		if cerr != nil {
 			return nil, cerr
 		}
-		sent, date, err = a.acquire(ctx, lsr)
+		sent, ans, err = a.acquire(ctx)
 	}
 	if se := asStorageError(err); se != nil {
 		switch {
@@ -314,9 +414,9 @@ func (a *attempt) try(ctx context.Context) (*Lease, error) {
 		return nil, se
 	}
 	a.unsure = true
-	l := newLease(c, cfg, lsr, a.leaseID, sent, date)
-	if err := a.claim(ctx, l); err != nil {
-		a.releaseQuietly(ctx, lsr)
+	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
+	if err := a.claim(ctx, l, reusable(pr, ans, sent)); err != nil {
+		a.releaseQuietly(ctx)
 		return nil, err
 	}
 	a.unsure = false
@@ -324,63 +424,115 @@ func (a *attempt) try(ctx context.Context) (*Lease, error) {
 	return l, nil
 }
 
-// claim reads the metadata of a just-acquired lease, checks once-per, and
-// writes holder and term (keeping every other key). Its requests must end
-// before the lease's stop deadline: a lease is never handed over with a
-// term that was not written.
-func (a *attempt) claim(ctx context.Context, l *Lease) error {
+// reusable returns pr's read if it shows the blob exactly as the acquire
+// answered, ans: same ETag. A read still in flight is waited for as long
+// again as the acquire took (at least minReadGrace), then left for a read
+// of the claim's own. nil: not reusable.
+func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
+	if ans.ETag == "" || ans.Date.IsZero() {
+		return nil
+	}
+	p := pr.waitUntil(time.Now().Add(max(time.Since(sent), minReadGrace)))
+	if p == nil || !p.Exists || p.etag != ans.ETag {
+		return nil
+	}
+	return p
+}
+
+// claim checks once-per on the metadata of a just-acquired lease and writes
+// holder and the new term, stored term + 1 (keeping every other key). Its
+// requests end before the lease's stop deadline: a lease is never handed
+// over with a term that was not written.
+//
+// The metadata comes from reused, when not nil: a read made before or
+// together with the acquire whose ETag equals the one in the acquire's
+// answer. Every write of a blob's metadata changes its ETag, so equal ETags
+// mean that reused saw the metadata as it was when we acquired — whether
+// the read happened before or after the acquire, and whether or not the
+// service changes the ETag on acquire (if it does, only a read made after
+// the acquire can match, and a poll read never does: the claim then reads
+// again, slower but right). The write carries If-Match: that ETag with the
+// lease ID, so it only lands on the version we read; a 412 ConditionNotMet
+// (or no reusable read) falls back to reading the metadata after the
+// acquire, as the only writer while we hold the lease. Either way the term
+// written is the stored term as of our acquire, plus one.
+//
+// Service time for the claim (lastrunstart and the once-per decision) is
+// the later of the read's Date and the acquire's: a reused poll read may be
+// older than the acquire, and must not date the run.
+func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
 	c, cfg := a.e.c, a.e.cfg
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
-	p, err := c.getProperties(rctx)
-	if err != nil {
-		return err
+	p, ifMatch := reused, ""
+	if p != nil {
+		ifMatch = p.etag
 	}
-	if !p.Exists {
-		return &StorageError{Op: "get properties", StatusCode: 404, Code: "BlobNotFound", kind: kindTransient}
+	for {
+		if p == nil {
+			var err error
+			if p, err = c.getProperties(rctx); err != nil {
+				return err
+			}
+			if !p.Exists {
+				return &StorageError{Op: "get properties", StatusCode: 404, Code: codeBlobNotFound, kind: kindTransient}
+			}
+		}
+		now := maxTime(p.Date, l.AcquiredAt)
+		at := *p
+		at.Date = now
+		if withinWindow(&at, a.w.OncePer) {
+			return skipError(p, a.w.OncePer)
+		}
+		stored, err := parseTerm(p.Metadata[mdTerm])
+		if err != nil {
+			return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
+				Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
+		}
+		acquiredAt := l.AcquiredAt
+		if acquiredAt.IsZero() {
+			acquiredAt = p.Date
+		}
+		// The run's start goes in the same write (one request fewer per run
+		// and per handover): the command starts right after the claim, and
+		// a run skipped by --once-per returned above, before anything was
+		// written.
+		md := mergeMetadata(p.Metadata, map[string]string{
+			mdHolder:        cfg.Identity,
+			mdTerm:          strconv.FormatInt(stored+1, 10),
+			mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
+			mdAcquiredAt:    formatTime(acquiredAt),
+			mdVersion:       cfg.Version,
+			mdLastRunHolder: cfg.Identity,
+		})
+		if !now.IsZero() {
+			md[mdLastRunStart] = formatTime(now)
+		}
+		delete(md, mdLastRunEnd)
+		delete(md, mdLastExit)
+		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
+		if se := asStorageError(err); se != nil && ifMatch != "" &&
+			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+			a.e.log.Debug("the blob changed since it was read: reading it again")
+			p, ifMatch = nil, ""
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !now.IsZero()
+		l.sawDate(now)
+		l.sawDate(date)
+		return nil
 	}
-	if withinWindow(p, a.w.OncePer) {
-		return skipError(p, a.w.OncePer)
-	}
-	stored, err := parseTerm(p.Metadata[mdTerm])
-	if err != nil {
-		return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
-			Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
-	}
-	acquiredAt := l.AcquiredAt
-	if acquiredAt.IsZero() {
-		acquiredAt = p.Date
-	}
-	// The run's start goes in the same write (one request fewer per run and
-	// per handover): the command starts right after the claim, and a run
-	// skipped by --once-per returned above, before anything was written.
-	md := mergeMetadata(p.Metadata, map[string]string{
-		mdHolder:        cfg.Identity,
-		mdTerm:          strconv.FormatInt(stored+1, 10),
-		mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
-		mdAcquiredAt:    formatTime(acquiredAt),
-		mdVersion:       cfg.Version,
-		mdLastRunStart:  formatTime(p.Date),
-		mdLastRunHolder: cfg.Identity,
-	})
-	delete(md, mdLastRunEnd)
-	delete(md, mdLastExit)
-	date, err := c.setMetadata(rctx, l.ID, md)
-	if err != nil {
-		return err
-	}
-	l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !p.Date.IsZero()
-	l.sawDate(p.Date)
-	l.sawDate(date)
-	return nil
 }
 
 // releaseQuietly releases a lease this attempt will not hand over, from a
 // fresh bounded context (ctx may be done). If it fails, cleanup tries again.
-func (a *attempt) releaseQuietly(ctx context.Context, lsr leaser) {
+func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := a.e.c.release(rctx, lsr)
+	err := a.e.c.release(rctx, a.leaseID)
 	if se := asStorageError(err); se == nil || se.leaseGone() {
 		a.unsure = false
 		return
@@ -390,32 +542,40 @@ func (a *attempt) releaseQuietly(ctx context.Context, lsr leaser) {
 
 // cleanup releases a lease that this attempt may hold unseen.
 func (a *attempt) cleanup(ctx context.Context) {
-	if !a.unsure {
-		return
-	}
-	if lsr, err := a.e.c.newLeaser(a.leaseID); err == nil {
-		a.releaseQuietly(ctx, lsr)
+	if a.unsure {
+		a.releaseQuietly(ctx)
 	}
 }
 
-// acquire sends one Acquire Lease; sent is when (t_ok if it succeeds).
-func (a *attempt) acquire(ctx context.Context, lsr leaser) (sent, date time.Time, err error) {
+// acquire sends one Acquire Lease, after OnTry; sent is when (t_ok if it
+// succeeds).
+func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err error) {
 	rctx, cancel := a.requestCtx(ctx)
 	defer cancel()
+	if a.w.OnTry != nil {
+		a.w.OnTry()
+	}
 	sent = time.Now()
-	date, err = a.e.c.acquire(rctx, lsr, a.e.cfg.Duration)
-	return sent, date, err
+	ans, err = a.e.c.acquire(rctx, a.leaseID, a.e.cfg.Duration)
+	return sent, ans, err
 }
 
-// requestCtx bounds one request: requestTimeout, the caller's ctx, and the
-// wait's deadline while it is ahead.
+// requestCtx bounds one request (see requestDeadline) and records when it
+// was sent.
 func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	a.reqStart = time.Now()
-	d := a.reqStart.Add(requestTimeout)
-	if !a.deadline.IsZero() && a.deadline.After(time.Now()) {
+	return context.WithDeadline(ctx, a.requestDeadline())
+}
+
+// requestDeadline bounds a request sent now: requestTimeout, and the wait's
+// deadline while it is ahead.
+func (a *attempt) requestDeadline() time.Time {
+	now := time.Now()
+	d := now.Add(requestTimeout)
+	if !a.deadline.IsZero() && a.deadline.After(now) {
 		d = minTime(d, a.deadline)
 	}
-	return context.WithDeadline(ctx, d)
+	return d
 }
 
 // failed records a storage failure. It returns the error to give up with,

@@ -9,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below
@@ -199,9 +199,34 @@ const (
 	kindExists                          // 409 BlobAlreadyExists / ContainerAlreadyExists
 )
 
-// mapError is the one place where SDK and network errors are classified and
-// turned into a *StorageError. It never keeps the original error, whose text
-// may hold the request URL with its SAS signature.
+// Blob service error codes (x-ms-error-code) that mapError and hint tell
+// apart. The service's list is long; these are the ones leaderrun acts on.
+const (
+	codeBlobNotFound                       = "BlobNotFound"
+	codeContainerNotFound                  = "ContainerNotFound"
+	codeLeaseAlreadyPresent                = "LeaseAlreadyPresent"
+	codeLeaseIsBreakingAndCannotBeAcquired = "LeaseIsBreakingAndCannotBeAcquired"
+	codeLeaseNotPresentWithLeaseOperation  = "LeaseNotPresentWithLeaseOperation"
+	codeBlobAlreadyExists                  = "BlobAlreadyExists"
+	codeContainerAlreadyExists             = "ContainerAlreadyExists"
+	codeContainerBeingDeleted              = "ContainerBeingDeleted"
+	codeConditionNotMet                    = "ConditionNotMet"
+	codeAuthorizationPermissionMismatch    = "AuthorizationPermissionMismatch"
+	codeAuthorizationResourceTypeMismatch  = "AuthorizationResourceTypeMismatch"
+	codeAuthorizationServiceMismatch       = "AuthorizationServiceMismatch"
+)
+
+// hasCode reports whether the service's error code is one of codes. Codes
+// are compared exactly, as the service spells them.
+func hasCode(code string, codes ...string) bool {
+	return code != "" && slices.Contains(codes, code)
+}
+
+// mapError is the one place where storage and network errors are classified
+// and turned into a *StorageError: an *azcore.ResponseError (the service
+// answered, with a status and an x-ms-error-code) by status and code,
+// anything else (no answer) by its cause. It never keeps the original
+// error, whose text may hold the request URL with its SAS signature.
 func (c *Client) mapError(op string, err error) *StorageError {
 	var se *StorageError
 	if errors.As(err, &se) {
@@ -211,18 +236,19 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		se.StatusCode, se.Code = re.StatusCode, re.ErrorCode
+		code := re.ErrorCode
 		switch {
-		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
+		case re.StatusCode == http.StatusNotFound && hasCode(code, codeContainerNotFound):
 			se.kind = kindContainerMissing
-		case re.StatusCode == http.StatusNotFound && (re.ErrorCode == "" || bloberror.HasCode(err, bloberror.BlobNotFound)):
+		case re.StatusCode == http.StatusNotFound && (code == "" || hasCode(code, codeBlobNotFound)):
 			se.kind = kindBlobMissing
-		case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.LeaseIsBreakingAndCannotBeAcquired):
+		case hasCode(code, codeLeaseAlreadyPresent, codeLeaseIsBreakingAndCannotBeAcquired):
 			se.kind = kindHeld
-		case bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation):
+		case hasCode(code, codeLeaseNotPresentWithLeaseOperation):
 			se.kind = kindNotLeased
-		case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ContainerAlreadyExists):
+		case hasCode(code, codeBlobAlreadyExists, codeContainerAlreadyExists):
 			se.kind = kindExists
-		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
+		case hasCode(code, codeContainerBeingDeleted):
 			se.kind = kindTransient
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
 			se.kind = kindConflict
@@ -232,7 +258,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		default:
 			se.kind = kindPermanent
 		}
-		se.Hint = c.hint(se, err)
+		se.Hint = c.hint(se)
 		return se
 	}
 
@@ -269,9 +295,9 @@ func (c *Client) mapError(op string, err error) *StorageError {
 }
 
 // hint says what to do about an answer, where there is something to do.
-func (c *Client) hint(se *StorageError, err error) string {
-	permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
-		bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
+func (c *Client) hint(se *StorageError) string {
+	permission := hasCode(se.Code, codeAuthorizationPermissionMismatch,
+		codeAuthorizationResourceTypeMismatch, codeAuthorizationServiceMismatch)
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
 		switch c.auth {

@@ -2,7 +2,7 @@ package lease
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,10 +10,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -45,8 +41,14 @@ type fakeStore struct {
 	state           State // StateAvailable, StateLeased, StateBreaking, StateBroken (expiry computed)
 	expiry          time.Time
 	duration        time.Duration
-	calls           map[string]int
-	allow           map[string]bool // nil: everything allowed
+	// etag counts the blob's versions: every metadata write and the
+	// blob's creation bump it; with etagOnAcquire an acquire does too
+	// (Azure does not document whether it does).
+	etag          int
+	etagOnAcquire bool
+	ifMatches     []string // the If-Match of every metadata write, "" for none
+	calls         map[string]int
+	allow         map[string]bool // nil: everything allowed
 	// hook runs before each operation, outside the lock; a non-nil error
 	// is returned instead of doing the operation. It may block.
 	hook func(ctx context.Context, op string) error
@@ -54,14 +56,13 @@ type fakeStore struct {
 
 func newFakeStore(t *testing.T) *fakeStore {
 	return &fakeStore{t: t, containerExists: true, blobExists: true, meta: map[string]string{},
-		state: StateAvailable, calls: map[string]int{}}
+		state: StateAvailable, etag: 1, calls: map[string]int{}}
 }
 
 func (s *fakeStore) client() *Client {
 	return &Client{
 		url: "https://acct.blob.core.windows.net/c/lock", container: "c", blobName: "lock",
-		blob: fakeBlob{s}, cont: fakeContainer{s}, log: hclog.NewNullLogger(),
-		newLeaser: func(id string) (leaser, error) { return &fakeLeaser{s: s, id: id}, nil },
+		api: fakeAPI{s}, log: hclog.NewNullLogger(),
 	}
 }
 
@@ -147,6 +148,9 @@ func (s *fakeStore) holdBy(id string, d time.Duration, md map[string]string) {
 	for k, v := range md {
 		s.meta[k] = v
 	}
+	if len(md) > 0 {
+		s.etag++
+	}
 }
 
 // releaseBy releases someone else's lease.
@@ -172,194 +176,187 @@ func (s *fakeStore) leaseState() State {
 	return s.stateLocked()
 }
 
-type fakeLeaser struct {
-	s  *fakeStore
-	id string
+// fakeAPI is the blobAPI of a fakeStore.
+type fakeAPI struct{ s *fakeStore }
+
+var _ blobAPI = fakeAPI{}
+
+func (s *fakeStore) answerLocked() answer {
+	return answer{Date: *s.now(), ETag: s.etagLocked(), LeaseTime: -1}
 }
 
-func (l *fakeLeaser) AcquireLease(ctx context.Context, duration int32, _ *azlease.BlobAcquireOptions) (azlease.BlobAcquireResponse, error) {
-	s := l.s
+func (s *fakeStore) etagLocked() string { return fmt.Sprintf("\"0x%X\"", s.etag) }
+
+func (f fakeAPI) acquireLease(ctx context.Context, id string, seconds int) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opAcquire); err != nil {
-		return azlease.BlobAcquireResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.missingLocked(); err != nil {
-		return azlease.BlobAcquireResponse{}, err
+		return answer{}, err
 	}
-	if duration < 15 || duration > 60 {
-		return azlease.BlobAcquireResponse{}, respErr(http.StatusBadRequest, "InvalidHeaderValue")
+	if seconds < 15 || seconds > 60 {
+		return answer{}, respErr(http.StatusBadRequest, "InvalidHeaderValue")
 	}
 	switch st := s.stateLocked(); {
-	case st == StateLeased && s.leaseID != l.id:
-		return azlease.BlobAcquireResponse{}, respErr(http.StatusConflict, "LeaseAlreadyPresent")
-	case st == StateBreaking && s.leaseID == l.id:
-		return azlease.BlobAcquireResponse{}, respErr(http.StatusConflict, "LeaseIsBreakingAndCannotBeAcquired")
+	case st == StateLeased && s.leaseID != id:
+		return answer{}, respErr(http.StatusConflict, "LeaseAlreadyPresent")
+	case st == StateBreaking && s.leaseID == id:
+		return answer{}, respErr(http.StatusConflict, "LeaseIsBreakingAndCannotBeAcquired")
 	case st == StateBreaking:
-		return azlease.BlobAcquireResponse{}, respErr(http.StatusConflict, "LeaseAlreadyPresent")
+		return answer{}, respErr(http.StatusConflict, "LeaseAlreadyPresent")
 	}
-	s.leaseID, s.state = l.id, StateLeased
-	s.duration = time.Duration(duration) * time.Second
+	s.leaseID, s.state = id, StateLeased
+	s.duration = time.Duration(seconds) * time.Second
 	s.expiry = time.Now().Add(s.duration)
-	return azlease.BlobAcquireResponse{Date: s.now(), LeaseID: &l.id}, nil
+	if s.etagOnAcquire {
+		s.etag++
+	}
+	return s.answerLocked(), nil
 }
 
-func (l *fakeLeaser) RenewLease(ctx context.Context, _ *azlease.BlobRenewOptions) (azlease.BlobRenewResponse, error) {
-	s := l.s
+func (f fakeAPI) renewLease(ctx context.Context, id string) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opRenew); err != nil {
-		return azlease.BlobRenewResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.missingLocked(); err != nil {
-		return azlease.BlobRenewResponse{}, err
+		return answer{}, err
 	}
 	switch st := s.stateLocked(); {
-	case s.leaseID != l.id || st == StateAvailable:
-		return azlease.BlobRenewResponse{}, respErr(http.StatusConflict, "LeaseIdMismatchWithLeaseOperation")
+	case s.leaseID != id || st == StateAvailable:
+		return answer{}, respErr(http.StatusConflict, "LeaseIdMismatchWithLeaseOperation")
 	case st == StateBreaking || st == StateBroken:
-		return azlease.BlobRenewResponse{}, respErr(http.StatusConflict, "LeaseIsBrokenAndCannotBeRenewed")
+		return answer{}, respErr(http.StatusConflict, "LeaseIsBrokenAndCannotBeRenewed")
 	}
 	s.state, s.expiry = StateLeased, time.Now().Add(s.duration)
-	return azlease.BlobRenewResponse{Date: s.now(), LeaseID: &l.id}, nil
+	return s.answerLocked(), nil
 }
 
-func (l *fakeLeaser) ReleaseLease(ctx context.Context, _ *azlease.BlobReleaseOptions) (azlease.BlobReleaseResponse, error) {
-	s := l.s
+func (f fakeAPI) releaseLease(ctx context.Context, id string) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opRelease); err != nil {
-		return azlease.BlobReleaseResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.missingLocked(); err != nil {
-		return azlease.BlobReleaseResponse{}, err
+		return answer{}, err
 	}
-	if s.leaseID != l.id || s.state == StateAvailable {
-		return azlease.BlobReleaseResponse{}, respErr(http.StatusConflict, "LeaseIdMismatchWithLeaseOperation")
+	if s.leaseID != id || s.state == StateAvailable {
+		return answer{}, respErr(http.StatusConflict, "LeaseIdMismatchWithLeaseOperation")
 	}
 	s.leaseID, s.state = "", StateAvailable
-	return azlease.BlobReleaseResponse{Date: s.now()}, nil
+	return s.answerLocked(), nil
 }
 
-func (l *fakeLeaser) BreakLease(ctx context.Context, o *azlease.BlobBreakOptions) (azlease.BlobBreakResponse, error) {
-	s := l.s
+func (f fakeAPI) breakLease(ctx context.Context, period int) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opBreak); err != nil {
-		return azlease.BlobBreakResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.missingLocked(); err != nil {
-		return azlease.BlobBreakResponse{}, err
+		return answer{}, err
 	}
 	st := s.stateLocked()
 	if st != StateLeased && st != StateBreaking {
-		return azlease.BlobBreakResponse{}, respErr(http.StatusConflict, "LeaseNotPresentWithLeaseOperation")
+		return answer{}, respErr(http.StatusConflict, "LeaseNotPresentWithLeaseOperation")
 	}
 	if st == StateLeased {
-		at := time.Now().Add(time.Duration(*o.BreakPeriod) * time.Second)
+		at := time.Now().Add(time.Duration(period) * time.Second)
 		s.state, s.expiry = StateBreaking, minTime(at, s.expiry)
 	}
-	left := int32(time.Until(s.expiry).Round(time.Second) / time.Second)
-	return azlease.BlobBreakResponse{Date: s.now(), LeaseTime: &left}, nil
+	a := s.answerLocked()
+	a.LeaseTime = int(time.Until(s.expiry).Round(time.Second) / time.Second)
+	return a, nil
 }
 
-type fakeBlob struct{ s *fakeStore }
-
-func (b fakeBlob) GetProperties(ctx context.Context, _ *blob.GetPropertiesOptions) (blob.GetPropertiesResponse, error) {
-	s := b.s
+func (f fakeAPI) getProperties(ctx context.Context) (blobProps, error) {
+	s := f.s
 	if err := s.enter(ctx, opGetProps); err != nil {
-		return blob.GetPropertiesResponse{}, err
+		return blobProps{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.missingLocked(); err != nil {
-		return blob.GetPropertiesResponse{}, err
+		return blobProps{}, err
 	}
-	md := map[string]*string{}
+	md := map[string]string{}
 	for k, v := range s.meta {
-		// The SDK hands back canonicalized header casing ("Holder").
-		md[http.CanonicalHeaderKey(k)] = &v
+		md[strings.ToLower(k)] = v
 	}
-	st := azlease.StateType(s.stateLocked())
-	return blob.GetPropertiesResponse{Date: s.now(), Metadata: md, LeaseState: &st}, nil
+	return blobProps{answer: s.answerLocked(), LeaseState: string(s.stateLocked()), Metadata: md}, nil
 }
 
-func (b fakeBlob) SetMetadata(ctx context.Context, md map[string]*string, o *blob.SetMetadataOptions) (blob.SetMetadataResponse, error) {
-	s := b.s
+func (f fakeAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[string]string) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opSetMeta); err != nil {
-		return blob.SetMetadataResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ifMatches = append(s.ifMatches, ifMatch)
 	if err := s.missingLocked(); err != nil {
-		return blob.SetMetadataResponse{}, err
-	}
-	var id string
-	if o != nil && o.AccessConditions != nil && o.AccessConditions.LeaseAccessConditions != nil &&
-		o.AccessConditions.LeaseAccessConditions.LeaseID != nil {
-		id = *o.AccessConditions.LeaseAccessConditions.LeaseID
+		return answer{}, err
 	}
 	switch st := s.stateLocked(); {
 	case st == StateLeased && id == "":
-		return blob.SetMetadataResponse{}, respErr(http.StatusPreconditionFailed, "LeaseIdMissing")
+		return answer{}, respErr(http.StatusPreconditionFailed, "LeaseIdMissing")
 	case st == StateLeased && id != s.leaseID:
-		return blob.SetMetadataResponse{}, respErr(http.StatusPreconditionFailed, "LeaseIdMismatchWithBlobOperation")
+		return answer{}, respErr(http.StatusPreconditionFailed, "LeaseIdMismatchWithBlobOperation")
 	case st != StateLeased && id != "":
-		return blob.SetMetadataResponse{}, respErr(http.StatusPreconditionFailed, "LeaseNotPresentWithBlobOperation")
+		return answer{}, respErr(http.StatusPreconditionFailed, "LeaseNotPresentWithBlobOperation")
+	}
+	if ifMatch != "" && ifMatch != s.etagLocked() {
+		return answer{}, respErr(http.StatusPreconditionFailed, "ConditionNotMet")
 	}
 	seen := map[string]bool{}
 	s.meta = map[string]string{}
 	for k, v := range md {
 		if seen[strings.ToLower(k)] {
-			return blob.SetMetadataResponse{}, respErr(http.StatusBadRequest, "DuplicateMetadataKey")
+			return answer{}, respErr(http.StatusBadRequest, "DuplicateMetadataKey")
 		}
 		seen[strings.ToLower(k)] = true
-		s.meta[k] = *v
+		s.meta[k] = v
 	}
-	return blob.SetMetadataResponse{Date: s.now()}, nil
+	s.etag++
+	return s.answerLocked(), nil
 }
 
-func (b fakeBlob) Upload(ctx context.Context, body io.ReadSeekCloser, o *blockblob.UploadOptions) (blockblob.UploadResponse, error) {
-	s := b.s
+func (f fakeAPI) createBlob(ctx context.Context) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opUpload); err != nil {
-		return blockblob.UploadResponse{}, err
+		return answer{}, err
 	}
-	if o == nil || o.AccessConditions == nil || o.AccessConditions.ModifiedAccessConditions == nil ||
-		o.AccessConditions.ModifiedAccessConditions.IfNoneMatch == nil ||
-		*o.AccessConditions.ModifiedAccessConditions.IfNoneMatch != azcore.ETagAny {
-		s.t.Errorf("upload without If-None-Match: *")
-	}
-	data, _ := io.ReadAll(body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.containerExists {
-		return blockblob.UploadResponse{}, respErr(http.StatusNotFound, "ContainerNotFound")
+		return answer{}, respErr(http.StatusNotFound, "ContainerNotFound")
 	}
 	if s.blobExists {
-		return blockblob.UploadResponse{}, respErr(http.StatusConflict, "BlobAlreadyExists")
+		return answer{}, respErr(http.StatusConflict, "BlobAlreadyExists")
 	}
-	s.blobExists, s.content = true, string(data)
-	return blockblob.UploadResponse{Date: s.now()}, nil
+	s.blobExists, s.content = true, ""
+	s.etag++
+	return s.answerLocked(), nil
 }
 
-type fakeContainer struct{ s *fakeStore }
-
-func (c fakeContainer) Create(ctx context.Context, _ *container.CreateOptions) (container.CreateResponse, error) {
-	s := c.s
+func (f fakeAPI) createContainer(ctx context.Context) (answer, error) {
+	s := f.s
 	if err := s.enter(ctx, opContainer); err != nil {
-		return container.CreateResponse{}, err
+		return answer{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.containerExists {
-		return container.CreateResponse{}, respErr(http.StatusConflict, "ContainerAlreadyExists")
+		return answer{}, respErr(http.StatusConflict, "ContainerAlreadyExists")
 	}
 	s.containerExists = true
-	return container.CreateResponse{Date: s.now()}, nil
+	return answer{Date: *s.now(), ETag: `"0xC0"`, LeaseTime: -1}, nil
 }
-
-var (
-	_ leaser           = (*fakeLeaser)(nil)
-	_ blobber          = fakeBlob{}
-	_ containerCreator = fakeContainer{}
-)

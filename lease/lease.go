@@ -28,7 +28,6 @@ type Lease struct {
 	StopBudget time.Duration // min(KillGrace, Duration/3)
 
 	c             *Client
-	lsr           leaser
 	renewInterval time.Duration
 	log           hclog.Logger
 
@@ -51,11 +50,11 @@ type Lease struct {
 	released         bool
 }
 
-func newLease(c *Client, cfg Config, lsr leaser, id string, sent, date time.Time) *Lease {
+func newLease(c *Client, cfg Config, id string, sent, date time.Time) *Lease {
 	l := &Lease{
 		ID: id, Name: c.blobName, URL: c.url, Identity: cfg.Identity,
 		AcquiredAt: date, Duration: cfg.Duration, StopBudget: cfg.StopBudget(),
-		c: c, lsr: lsr, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"),
+		c: c, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"),
 		lost: make(chan struct{}), renewedAt: make(chan time.Time, 1),
 		tOK: sent, meta: map[string]string{},
 	}
@@ -111,12 +110,13 @@ func (l *Lease) serviceNow() time.Time {
 // RecordRunStart writes lastrunstart and lastrunholder to the blob's
 // metadata, and clears lastrunend and lastexit; call it right before the
 // child starts. Right after Acquire it writes nothing: the claim recorded
-// the start (the service's Date of the claim's read) with the term. lastrunstart is service time: the Date header of the latest
-// answer from the service (the acquire's metadata write or the latest
-// renewal) plus the monotonic time since it arrived, to the second (Date has
-// one-second resolution). Transient failures are retried for up to 5 s. Under
-// --once-per the record is what makes later contenders skip, so a failure
-// should stop the run.
+// the start with the term (service time: the later of the acquire's Date
+// and that of the read the claim used). Otherwise lastrunstart is service
+// time too: the Date header of the latest answer from the service (the
+// acquire's metadata write or the latest renewal) plus the monotonic time
+// since it arrived, to the second (Date has one-second resolution).
+// Transient failures are retried for up to 5 s. Under --once-per the record
+// is what makes later contenders skip, so a failure should stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
 	if l.runStartRecorded {
 		// The claim wrote it with the term, a moment ago.
@@ -159,7 +159,7 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	for n := 1; ; n++ {
-		date, err := l.c.setMetadata(rctx, l.ID, md)
+		date, err := l.c.setMetadata(rctx, l.ID, "", md)
 		if err == nil {
 			l.sawDate(date)
 			l.mu.Lock()
@@ -273,7 +273,7 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 
 		sent := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, minTime(sent.Add(l.renewTry()), stopAt))
-		date, err := l.c.renew(rctx, l.lsr)
+		date, err := l.c.renew(rctx, l.ID)
 		cancel()
 		if err == nil {
 			l.renewed(sent, date)
@@ -392,7 +392,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	for n := 1; ; n++ {
-		err := l.c.release(rctx, l.lsr)
+		err := l.c.release(rctx, l.ID)
 		se := asStorageError(err)
 		switch {
 		case err == nil:

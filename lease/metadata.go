@@ -23,14 +23,12 @@ const (
 	mdVersion       = "leaderrunversion"
 )
 
-// newProperties parses what GetProperties returned. Malformed values read as
-// absent: status must show what it can.
-func newProperties(state State, raw map[string]*string, date time.Time) *Properties {
+// newProperties parses what Get Blob Properties returned. Malformed values
+// read as absent: status must show what it can.
+func newProperties(state State, raw map[string]string, date time.Time) *Properties {
 	md := make(map[string]string, len(raw))
 	for k, v := range raw {
-		if v != nil {
-			md[strings.ToLower(k)] = *v
-		}
+		md[strings.ToLower(k)] = v
 	}
 	p := &Properties{Exists: true, State: state, Metadata: md, Date: date}
 	p.Holder = md[mdHolder]
