@@ -9,6 +9,12 @@
 // (even by SIGKILL) and the guard sends SIGKILL to the whole group, so no
 // grandchild that stayed in the group survives leaderrun.
 //
+// Start starts the guard and the command at once. Prepare starts the guard
+// ahead of time, while leaderrun still waits for the lease; the guard then
+// waits, blocked in a read, for the go-ahead (the command's environment and
+// kill deadline) that Launch sends once the lease is held, so that only the
+// command's own start remains between holding the lease and running it.
+//
 // The package builds on Unix systems only (Linux and macOS are the tested
 // targets); Windows is not supported.
 package runner

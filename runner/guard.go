@@ -21,11 +21,20 @@ import (
 const (
 	// guardArg is the hidden first argument that makes leaderrun a guard.
 	guardArg = "__leaderrun-guard"
+	// guardProtocol follows guardArg and names the way leaderrun and the
+	// guard talk. A guard from another version of leaderrun (macOS, where the
+	// guard is started from the executable's path, after an upgrade or a
+	// downgrade) refuses what it does not know, so that no guard can start
+	// the command without waiting for the go-ahead. v1 had none: the guard
+	// started the command at once.
+	guardProtocol = "v2"
 	// The guard's inherited descriptors: the lifeline (read end; EOF means
-	// leaderrun is gone) and the status pipe (write end; the command's wait
-	// status goes there).
+	// leaderrun is gone), the status pipe (write end; the command's wait
+	// status goes there) and the launch pipe (read end; the go-ahead comes
+	// from there, see encodeLaunch).
 	lifelineFD = 3
 	statusFD   = 4
+	launchFD   = 5
 	// guardFailed is the guard's status when it cannot do its job at all,
 	// as timeout(1) and env(1) use 125 for their own failures.
 	guardFailed = 125
@@ -45,13 +54,16 @@ var guardSignals = []os.Signal{
 // it before anything else (before flag parsing, logging or signal set-up)
 // and exit with code when ok is true.
 //
-// The guard is internal to Start: it leads the command's process group,
-// starts the command as its child, drops the signals leaderrun sends to the
-// group, kills the group with SIGKILL when leaderrun dies or when the kill
-// deadline leaderrun last sent passes (Process.SetKillDeadline), and
-// reports the command's wait status to leaderrun. It prints nothing except a one-line
+// The guard is internal to Prepare and Start: it leads the command's process
+// group, waits for leaderrun's go-ahead (the command's environment and kill
+// deadline, see Launch), starts the command as its child, drops the signals
+// leaderrun sends to the group, kills the group with SIGKILL when leaderrun
+// dies or when the kill deadline leaderrun last sent passes
+// (Process.SetKillDeadline), and reports the command's wait status to
+// leaderrun. If leaderrun dies or discards it before the go-ahead, it exits
+// without starting anything. It prints nothing except a one-line
 // message when the command cannot be executed (status 127 or 126). In ps it
-// shows as "leaderrun __leaderrun-guard PATH -- COMMAND [ARG...]". Run by
+// shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND [ARG...]". Run by
 // hand, it refuses (status 125): it would take over its caller's group.
 func RunGuard(args []string) (code int, ok bool) {
 	if len(args) < 2 || args[1] != guardArg {
@@ -60,9 +72,13 @@ func RunGuard(args []string) (code int, ok bool) {
 	return runGuard(args[2:]), true
 }
 
-// runGuard is the guard. args are the resolved path, "--", and the command's
-// argv.
+// runGuard is the guard. args are the protocol, the resolved path, "--",
+// and the command's argv.
 func runGuard(args []string) int {
+	if len(args) < 1 || args[0] != guardProtocol {
+		return guardFail("from another version of leaderrun")
+	}
+	args = args[1:]
 	if len(args) < 3 || args[1] != "--" {
 		return guardFail("malformed arguments")
 	}
@@ -71,16 +87,22 @@ func runGuard(args []string) int {
 	if unix.Getpgrp() != pgid {
 		return guardFail("not a process group leader")
 	}
-	for _, fd := range []int{lifelineFD, statusFD} {
+	for _, fd := range []int{lifelineFD, statusFD, launchFD} {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 			return guardFail(fmt.Sprintf("descriptor %d: %v", fd, err))
 		}
-		// Neither may reach the command: the lifeline must close when
+		// None may reach the command: the lifeline must close when
 		// leaderrun dies, whatever the command does.
 		unix.CloseOnExec(fd)
 	}
+	// The go-ahead must wake the guard at once: a plain blocking read, with
+	// no poller in between.
+	if err := unix.SetNonblock(launchFD, false); err != nil {
+		return guardFail(fmt.Sprintf("descriptor %d: %v", launchFD, err))
+	}
 	lifeline := os.NewFile(lifelineFD, "lifeline")
 	status := os.NewFile(statusFD, "status")
+	launch := os.NewFile(launchFD, "launch")
 
 	caught := make(chan os.Signal, 16)
 	for _, s := range guardSignals {
@@ -97,12 +119,17 @@ func runGuard(args []string) int {
 
 	released := make(chan struct{})
 	deadlines := make(chan int64, 1)
+	// armed is closed once the go-ahead's deadline is in deadlines.
+	armed := make(chan struct{})
 	go func() {
 		var buf [8]byte
 		for {
 			if _, err := io.ReadFull(lifeline, buf[:]); err != nil {
 				break
 			}
+			// Deadlines come on the lifeline only after the go-ahead, which
+			// carries the one set before it: none may overtake that one.
+			<-armed
 			// Keep only the latest deadline.
 			select {
 			case <-deadlines:
@@ -116,7 +143,29 @@ func runGuard(args []string) int {
 	}()
 	go deadManSwitch(pgid, deadlines, released)
 
-	code, sig := runCommand(path, argv)
+	deadline, env, err := decodeLaunch(launch)
+	launch.Close()
+	switch {
+	case errors.Is(err, io.EOF):
+		// Discarded, or leaderrun died (then the lifeline kills the group):
+		// start nothing.
+		return guardFailed
+	case err != nil:
+		return guardFail("go-ahead: " + err.Error())
+	}
+	if deadline != 0 {
+		deadlines <- deadline
+	}
+	close(armed)
+	if deadline != 0 && untilMonotonic(deadline) <= 0 {
+		// Already past the kill deadline: the command must not start. The
+		// group, the guard alone, is killed as it would have been.
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+		<-released
+		return 128 + int(unix.SIGKILL)
+	}
+
+	code, sig := runCommand(path, argv, env)
 
 	// Leave the group for leaderrun's, so that the group now holds only what
 	// the command left behind and leaderrun can tell when it is empty. The
@@ -167,8 +216,8 @@ func untilMonotonic(at int64) time.Duration {
 }
 
 // runCommand runs the command as the guard's child, in the guard's group,
-// and returns how it ended.
-func runCommand(path string, argv []string) (code int, sig syscall.Signal) {
+// with env as its whole environment, and returns how it ended.
+func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) {
 	// The parent-death signal fires when the thread that started the child
 	// exits, not the process (golang/go#27505): keep this goroutine on its
 	// thread for the child's whole life.
@@ -177,6 +226,7 @@ func runCommand(path string, argv []string) (code int, sig syscall.Signal) {
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
+		Env:         env,
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,9 +29,21 @@ const childLife = 90 * time.Second
 // testExe is the test binary, started as the command and as helpers.
 var testExe string
 
+// touchArg makes the test binary, as `testExe touchArg PATH`, create PATH
+// and exit 0: a command that leaves a trace if it runs, selected by its
+// argv because a prepared command's environment is only known at Launch.
+const touchArg = "-runner-test-touch"
+
 func TestMain(m *testing.M) {
 	if code, ok := RunGuard(os.Args); ok {
 		os.Exit(code)
+	}
+	if len(os.Args) == 3 && os.Args[1] == touchArg {
+		if err := os.WriteFile(os.Args[2], nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if mode := os.Getenv("RUNNER_TEST_CHILD"); mode != "" {
 		os.Exit(child(mode))
@@ -51,15 +64,22 @@ func TestMain(m *testing.M) {
 //	catch   catch RUNNER_TEST_SIGNALS (e.g. "TERM,USR1"), print "ready", then
 //	        print each signal caught; exit 0 on RUNNER_TEST_EXIT_ON if set
 //	env     print the value of the variable named by RUNNER_TEST_VAR
+//	environ print each entry of its environment, Go-quoted, then "end"
 //	fork    start a "grand" grandchild, wait for its pid file, print "ready",
 //	        then exit 0 if RUNNER_TEST_THEN is "exit", else sleep
 //	grand   ignore SIGTERM if RUNNER_TEST_IGNORE_TERM is set, write its pid
 //	        to RUNNER_TEST_PIDFILE, sleep
 //	parent  be leaderrun: Start a "fork" command, write the group's id to
 //	        RUNNER_TEST_DIR/guard, log to stderr, wait to be killed
+//	prepare be leaderrun waiting for the lease: Prepare a command that would
+//	        create RUNNER_TEST_DIR/ran, write the guard's pid to
+//	        RUNNER_TEST_DIR/guard, wait to be killed
 //	tty     be leaderrun on a terminal (stdin): Start a "catch" command that
 //	        reads a line from it and exits on SIGINT, then print "reclaimed"
-//	        and the command's status if the terminal is back in our group
+//	        and the command's status if the terminal is back in our group.
+//	        With RUNNER_TEST_PREPARE set, Prepare it first, print "kept" if
+//	        the terminal is still our group's, wait for a SIGINT, print
+//	        "interrupted", then Launch it
 //	health  be leaderrun running a health check (see healthChild)
 //
 // With RUNNER_TEST_TTY set, catch first prints whether its group is in the
@@ -78,6 +98,12 @@ func child(mode string) int {
 	case "env":
 		fmt.Println(os.Getenv(os.Getenv("RUNNER_TEST_VAR")))
 		return 0
+	case "environ":
+		for _, kv := range os.Environ() {
+			fmt.Printf("%q\n", kv)
+		}
+		fmt.Println("end")
+		return 0
 	case "fork":
 		return forkChild()
 	case "grand":
@@ -92,6 +118,8 @@ func child(mode string) int {
 		return 0
 	case "parent":
 		return parentChild()
+	case "prepare":
+		return preparedParent()
 	case "tty":
 		return ttyChild()
 	case "health":
@@ -206,13 +234,39 @@ func parentChild() int {
 	return 3
 }
 
+func preparedParent() int {
+	dir := os.Getenv("RUNNER_TEST_DIR")
+	prep, err := Prepare(Config{
+		Argv:   []string{os.Args[0], touchArg, filepath.Join(dir, "ran")},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Debug}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "guard"), strconv.Itoa(prep.Pid())); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	time.Sleep(childLife)
+	prep.Discard()
+	return 3
+}
+
 func ttyChild() int {
-	p, err := Start(Config{
+	cfg := Config{
 		Argv: []string{os.Args[0]},
 		Env: append(testEnv(), "RUNNER_TEST_CHILD=catch", "RUNNER_TEST_TTY=1",
 			"RUNNER_TEST_SIGNALS=INT", "RUNNER_TEST_EXIT_ON=INT"),
 		KillGrace: time.Hour,
-	})
+	}
+	var p *Process
+	var err error
+	if os.Getenv("RUNNER_TEST_PREPARE") == "" {
+		p, err = Start(cfg)
+	} else {
+		p, err = prepareOnTerminal(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -228,6 +282,29 @@ func ttyChild() int {
 	}
 	fmt.Println("reclaimed", p.Result().Code())
 	return 0
+}
+
+// prepareOnTerminal prepares cfg's command, checks that the terminal stays
+// with our group and that Ctrl-C reaches us meanwhile, then launches it.
+func prepareOnTerminal(cfg Config) (*Process, error) {
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, syscall.SIGINT)
+	prep, err := Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer prep.Discard()
+	if pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err != nil || pg != unix.Getpgrp() {
+		return nil, fmt.Errorf("the prepared guard took the terminal: foreground group %d (%v)", pg, err)
+	}
+	fmt.Println("kept")
+	select {
+	case <-interrupts:
+	case <-time.After(childLife):
+		return nil, errors.New("no SIGINT")
+	}
+	fmt.Println("interrupted")
+	return prep.Launch(cfg.Env)
 }
 
 // testEnv is this process's environment without the RUNNER_TEST_ switches,

@@ -35,7 +35,8 @@ type Config struct {
 	// Argv is the command and its arguments. Argv[0] is looked up on PATH
 	// (exec.LookPath) unless it contains a '/'. No shell is involved.
 	Argv []string
-	// Env is the command's full environment; nil means os.Environ().
+	// Env is the command's full environment; nil means os.Environ(). Start
+	// uses it; Prepare ignores it (the environment is given to Launch).
 	Env []string
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying); nil means os.Stdin, os.Stdout and os.Stderr.
@@ -68,7 +69,7 @@ func (r Result) Code() int {
 	return r.ExitCode
 }
 
-// ErrNoCommand is returned by Start when Config.Argv is empty.
+// ErrNoCommand is returned by Start and Prepare when Config.Argv is empty.
 var ErrNoCommand = errors.New("runner: no command")
 
 // ExecError reports a command that cannot be run: Code is 127 when it was
@@ -117,7 +118,8 @@ type Process struct {
 
 // Start starts cfg.Argv in a new process group and returns without waiting
 // for it. It resolves the command first, so a command that cannot be run is
-// reported as *ExecError before anything is started.
+// reported as *ExecError before anything is started. It is Prepare followed
+// by Launch(cfg.Env).
 //
 // The group is led by a guard process (leaderrun re-executed, see RunGuard)
 // whose child is the command. Promises and limits:
@@ -142,88 +144,11 @@ type Process struct {
 // The guard is leaderrun's own binary: /proc/self/exe on Linux (still right
 // after the file was replaced by an upgrade), os.Executable elsewhere.
 func Start(cfg Config) (*Process, error) {
-	if len(cfg.Argv) == 0 {
-		return nil, ErrNoCommand
-	}
-	path, err := exec.LookPath(cfg.Argv[0])
+	prep, err := Prepare(cfg)
 	if err != nil {
-		var lpErr *exec.Error
-		if errors.As(err, &lpErr) {
-			err = lpErr.Err
-		}
-		return nil, &ExecError{Path: cfg.Argv[0], Code: execCode(err), Err: err}
+		return nil, err
 	}
-	self, err := selfExe()
-	if err != nil {
-		return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	log = log.Named("runner")
-	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
-	stopSig := cfg.KillSignal
-	if stopSig == 0 {
-		stopSig = syscall.SIGTERM
-	}
-
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("runner: lifeline pipe: %w", err)
-	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		lifeR.Close()
-		lifeW.Close()
-		return nil, fmt.Errorf("runner: status pipe: %w", err)
-	}
-
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	tty, foreground := foregroundTerminal(stdin)
-	if foreground {
-		attr = &syscall.SysProcAttr{Foreground: true, Ctty: tty}
-	}
-	guard := &exec.Cmd{
-		Path:        self,
-		Args:        guardArgs(path, cfg.Argv),
-		Env:         cfg.Env,
-		Stdin:       stdin,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		ExtraFiles:  []*os.File{lifeR, statusW}, // fds 3 and 4 in the guard
-		SysProcAttr: attr,
-	}
-	err = guard.Start()
-	lifeR.Close()
-	statusW.Close()
-	if err != nil {
-		lifeW.Close()
-		statusR.Close()
-		if foreground {
-			// The child may have taken the terminal before failing.
-			_ = reclaimTerminal(tty)
-		}
-		return nil, fmt.Errorf("runner: start %s: %w", cfg.Argv[0], err)
-	}
-	if !foreground {
-		tty = -1
-	}
-	p := &Process{
-		log:      log,
-		guard:    guard,
-		pgid:     guard.Process.Pid,
-		stopSig:  stopSig,
-		grace:    cfg.KillGrace,
-		tty:      tty,
-		lifeline: lifeW,
-		status:   statusR,
-		done:     make(chan struct{}),
-	}
-	p.group.pgid = p.pgid
-	log.Debug("started command", "path", path, "pgid", p.pgid, "foreground", foreground)
-	go p.supervise()
-	return p, nil
+	return prep.Launch(cfg.Env)
 }
 
 // execCode maps a LookPath error to the status a shell would report.
@@ -242,14 +167,15 @@ func orFile(f, def *os.File) *os.File {
 }
 
 // guardArgs is the guard's argv: leaderrun's own name, the hidden switch,
-// the resolved path, then the command's argv as given (its argv[0] kept).
+// the protocol, the resolved path, then the command's argv as given (its
+// argv[0] kept).
 func guardArgs(path string, argv []string) []string {
 	self := "leaderrun"
 	if len(os.Args) > 0 && os.Args[0] != "" {
 		self = os.Args[0]
 	}
-	args := make([]string, 0, 4+len(argv))
-	args = append(args, self, guardArg, path, "--")
+	args := make([]string, 0, 5+len(argv))
+	args = append(args, self, guardArg, guardProtocol, path, "--")
 	return append(args, argv...)
 }
 
@@ -416,8 +342,6 @@ func (p *Process) killLocked() {
 	p.warnLocked(p.sendLocked(syscall.SIGKILL))
 }
 
-// supervise waits for the command, stops its leftovers, dismisses the guard
-// and closes done.
 // SetKillDeadline hands the guard a deadline by which the group must be
 // dead: if leaderrun has not moved it forward by then, the guard sends
 // SIGKILL to the group on its own. This covers a leaderrun that cannot act
@@ -426,12 +350,12 @@ func (p *Process) killLocked() {
 // deadline is passed on the system's monotonic clock, which the guard
 // shares. Later calls replace it; after the group has gone it does nothing.
 func (p *Process) SetKillDeadline(t time.Time) error {
-	now, err := monotonicNow()
+	at, err := monotonicAt(t)
 	if err != nil {
 		return fmt.Errorf("runner: kill deadline: %w", err)
 	}
 	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], uint64(now+int64(time.Until(t))))
+	binary.BigEndian.PutUint64(buf[:], uint64(at))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone {
@@ -452,6 +376,8 @@ func monotonicNow() (int64, error) {
 	return ts.Nano(), nil
 }
 
+// supervise waits for the command, stops its leftovers, dismisses the guard
+// and closes done.
 func (p *Process) supervise() {
 	res, reported := p.readStatus()
 	// The guard leaves the group before it reports, so that the group holds

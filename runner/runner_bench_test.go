@@ -11,20 +11,15 @@ import (
 // BenchmarkStartTrue runs `true` under Start until its Result: the guard
 // (here the test binary re-executed; leaderrun's own binary is larger and
 // slower to start, see scripts/bench.sh), the command, the status pipe and
-// the group's drain. BenchmarkExecTrue is the same command run by os/exec
-// alone, the floor.
+// the group's drain. BenchmarkPrepareLaunchTrue is the same through Prepare
+// and Launch. BenchmarkLaunchTrue times only Launch to Result, once the
+// prepared guard waits for the go-ahead: what is left on the critical path
+// when the guard is prepared while the lease is being acquired.
+// BenchmarkExecTrue is the same command run by os/exec alone, the floor.
 func BenchmarkStartTrue(b *testing.B) {
-	path, err := exec.LookPath("true")
-	if err != nil {
-		b.Skip("no true(1) on PATH")
-	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { devnull.Close() })
+	cfg := benchTrue(b)
 	for b.Loop() {
-		p, err := Start(Config{Argv: []string{path}, Stdin: devnull, Stdout: devnull, Stderr: devnull})
+		p, err := Start(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,6 +27,59 @@ func BenchmarkStartTrue(b *testing.B) {
 			b.Fatalf("true: %+v", res)
 		}
 	}
+}
+
+func BenchmarkPrepareLaunchTrue(b *testing.B) {
+	cfg := benchTrue(b)
+	for b.Loop() {
+		prep, err := Prepare(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := prep.Launch(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res := p.Result(); res.Code() != 0 {
+			b.Fatalf("true: %+v", res)
+		}
+	}
+}
+
+func BenchmarkLaunchTrue(b *testing.B) {
+	cfg := benchTrue(b)
+	for b.Loop() {
+		b.StopTimer()
+		prep, err := Prepare(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		waitAwaitingLaunch(b, prep.Pid())
+		b.StartTimer()
+		p, err := prep.Launch(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res := p.Result(); res.Code() != 0 {
+			b.Fatalf("true: %+v", res)
+		}
+	}
+}
+
+// benchTrue is the Config that runs true(1) with /dev/null for input and
+// output.
+func benchTrue(b *testing.B) Config {
+	b.Helper()
+	path, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip("no true(1) on PATH")
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { devnull.Close() })
+	return Config{Argv: []string{path}, Stdin: devnull, Stdout: devnull, Stderr: devnull}
 }
 
 func BenchmarkExecTrue(b *testing.B) {

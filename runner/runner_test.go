@@ -42,13 +42,27 @@ type run struct {
 // env, cfg.Env is left as it is.
 func startChild(t *testing.T, cfg Config, env ...string) *run {
 	t.Helper()
-	if cfg.Argv == nil {
-		cfg.Argv = []string{testExe}
-	}
 	if cfg.Env == nil && len(env) > 0 {
 		cfg.Env = append(testEnv(), env...)
 	}
-	r := &run{lines: make(chan string, 100), log: &lockedBuffer{}}
+	r, started := newRun(t, &cfg)
+	var err error
+	r.p, err = Start(cfg)
+	started(err)
+	return r
+}
+
+// newRun sets cfg up for a test child (the test binary as the command unless
+// cfg.Argv is set, its output to the run, /dev/null as its input unless
+// cfg.Stdin is set, the runner's log to the run). started must be called
+// with Start's or Prepare's error as soon as it returns; it fails the test on
+// an error. Once r.p is set, the command's group is killed at cleanup.
+func newRun(t *testing.T, cfg *Config) (r *run, started func(error)) {
+	t.Helper()
+	if cfg.Argv == nil {
+		cfg.Argv = []string{testExe}
+	}
+	r = &run{lines: make(chan string, 100), log: &lockedBuffer{}}
 	out, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -65,32 +79,36 @@ func startChild(t *testing.T, cfg Config, env ...string) *run {
 		}
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: r.log, Level: hclog.Debug})
-	r.p, err = Start(cfg)
-	w.Close()
-	if err != nil {
-		out.Close()
-		t.Fatalf("Start: %v", err)
-	}
-	go func() {
-		defer out.Close()
-		defer close(r.lines)
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			r.lines <- s.Text()
-		}
-	}()
 	t.Cleanup(func() {
-		r.p.Kill()
-		select {
-		case <-r.p.Done():
-		case <-time.After(within):
-			t.Errorf("cleanup: the group of %d did not go", r.p.Pid())
+		if r.p != nil {
+			r.p.Kill()
+			select {
+			case <-r.p.Done():
+			case <-time.After(within):
+				t.Errorf("cleanup: the group of %d did not go", r.p.Pid())
+			}
 		}
 		if t.Failed() {
 			t.Logf("runner log:\n%s", r.log.String())
 		}
 	})
-	return r
+	return r, func(err error) {
+		t.Helper()
+		w.Close()
+		if err != nil {
+			out.Close()
+			t.Fatalf("start: %v", err)
+		}
+		go func() {
+			defer out.Close()
+			defer close(r.lines)
+			s := bufio.NewScanner(out)
+			s.Buffer(nil, 1<<20)
+			for s.Scan() {
+				r.lines <- s.Text()
+			}
+		}()
+	}
 }
 
 // expect waits for the child to print want.
@@ -241,17 +259,33 @@ func TestRunGuardOnlyWhenAsked(t *testing.T) {
 
 func TestGuardRefusesToRunByHand(t *testing.T) {
 	t.Parallel()
-	// Started by hand the guard is not a group leader: it must not take
-	// the caller's group for its own.
-	cmd := exec.Command(testExe, guardArg, "/bin/true", "--", "true")
-	cmd.Env = testEnv()
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != guardFailed {
-		t.Fatalf("err = %v, want exit status %d", err, guardFailed)
+	tests := []struct {
+		name string
+		args []string
+		why  string
+	}{
+		// Started by hand the guard is not a group leader: it must not take
+		// the caller's group for its own.
+		{"not a group leader", []string{guardProtocol, "/bin/true", "--", "true"}, "not a process group leader"},
+		// A leaderrun of an older version, which would not send the go-ahead.
+		{"other protocol", []string{"/bin/true", "--", "true"}, "another version"},
+		{"malformed", []string{guardProtocol, "/bin/true", "true"}, "malformed"},
 	}
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 {
-		t.Errorf("want a one-line message, got %q", out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(testExe, append([]string{guardArg}, tt.args...)...)
+			cmd.Env = testEnv()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tt.name != "not a group leader"}
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != guardFailed {
+				t.Fatalf("err = %v, want exit status %d", err, guardFailed)
+			}
+			if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tt.why) {
+				t.Errorf("want a one-line message about %q, got %q", tt.why, out)
+			}
+		})
 	}
 }
 
@@ -290,27 +324,48 @@ func TestExecErrors(t *testing.T) {
 		{"not executable", []string{plain}, 126, fs.ErrPermission},
 		{"directory", []string{dir}, 126, syscall.EISDIR},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := Start(Config{Argv: tt.argv})
+	starters := []struct {
+		name  string
+		start func(Config) error
+	}{
+		{"Start", func(cfg Config) error {
+			p, err := Start(cfg)
 			if err == nil {
 				p.Kill()
-				t.Fatal("Start succeeded")
+				<-p.Done()
 			}
-			var ee *ExecError
-			if !errors.As(err, &ee) {
-				t.Fatalf("err = %v (%T), want *ExecError", err, err)
+			return err
+		}},
+		{"Prepare", func(cfg Config) error {
+			p, err := Prepare(cfg)
+			if err == nil {
+				p.Discard()
 			}
-			if ee.Code != tt.code || ee.Path != tt.argv[0] || !errors.Is(err, tt.err) {
-				t.Errorf("err = %#v, want code %d, path %q, wrapping %v", ee, tt.code, tt.argv[0], tt.err)
-			}
-			if !strings.HasPrefix(err.Error(), "runner: ") {
-				t.Errorf("message %q lacks the package name", err)
-			}
-		})
+			return err
+		}},
 	}
-	if _, err := Start(Config{}); !errors.Is(err, ErrNoCommand) {
-		t.Errorf("Start with no command: %v, want ErrNoCommand", err)
+	for _, st := range starters {
+		for _, tt := range tests {
+			t.Run(st.name+"/"+tt.name, func(t *testing.T) {
+				err := st.start(Config{Argv: tt.argv})
+				if err == nil {
+					t.Fatal(st.name + " succeeded")
+				}
+				var ee *ExecError
+				if !errors.As(err, &ee) {
+					t.Fatalf("err = %v (%T), want *ExecError", err, err)
+				}
+				if ee.Code != tt.code || ee.Path != tt.argv[0] || !errors.Is(err, tt.err) {
+					t.Errorf("err = %#v, want code %d, path %q, wrapping %v", ee, tt.code, tt.argv[0], tt.err)
+				}
+				if !strings.HasPrefix(err.Error(), "runner: ") {
+					t.Errorf("message %q lacks the package name", err)
+				}
+			})
+		}
+		if err := st.start(Config{}); !errors.Is(err, ErrNoCommand) {
+			t.Errorf("%s with no command: %v, want ErrNoCommand", st.name, err)
+		}
 	}
 }
 

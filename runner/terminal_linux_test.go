@@ -37,9 +37,23 @@ func openPty(t *testing.T) (ptm, pts *os.File) {
 // TestTerminalForeground runs a leaderrun-like helper in a session of its
 // own on a pseudo-terminal: the command must get the terminal (read from it,
 // get Ctrl-C, which the helper must not), and the helper must get the
-// terminal back afterwards.
+// terminal back afterwards. A prepared command must leave the terminal, and
+// Ctrl-C, to the helper until it is launched.
 func TestTerminalForeground(t *testing.T) {
 	t.Parallel()
+	for _, prepare := range []bool{false, true} {
+		name := "Start"
+		if prepare {
+			name = "Prepare"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testTerminalForeground(t, prepare)
+		})
+	}
+}
+
+func testTerminalForeground(t *testing.T, prepare bool) {
 	ptm, pts := openPty(t)
 	out, w, err := os.Pipe()
 	if err != nil {
@@ -47,6 +61,9 @@ func TestTerminalForeground(t *testing.T) {
 	}
 	helper := exec.Command(testExe)
 	helper.Env = append(testEnv(), "RUNNER_TEST_CHILD=tty")
+	if prepare {
+		helper.Env = append(helper.Env, "RUNNER_TEST_PREPARE=1")
+	}
 	helper.Stdin = pts
 	helper.Stdout = w
 	helper.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -101,6 +118,13 @@ func TestTerminalForeground(t *testing.T) {
 		}
 	}
 
+	if prepare {
+		expect("kept")
+		if _, err := ptm.Write([]byte{3}); err != nil { // Ctrl-C, for the helper
+			t.Fatal(err)
+		}
+		expect("interrupted")
+	}
 	expect("foreground=true")
 	if _, err := ptm.WriteString("hello\n"); err != nil {
 		t.Fatal(err)

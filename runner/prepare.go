@@ -1,0 +1,369 @@
+//go:build unix
+
+package runner
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+)
+
+// ErrGuardGone is returned (wrapped) by Launch when the prepared guard died
+// before it could be given the go-ahead: nothing was started. Preparing
+// again is safe.
+var ErrGuardGone = errors.New("runner: the prepared guard has gone")
+
+// ErrSpent is returned by Launch on a Prepared that was already launched or
+// discarded.
+var ErrSpent = errors.New("runner: prepared command already launched or discarded")
+
+// Prepared is a command whose guard has been started ahead of time (see
+// Prepare) and waits for Launch or Discard. Its methods are safe for
+// concurrent use.
+type Prepared struct {
+	log      hclog.Logger
+	name     string // the command as given (Argv[0]), for messages
+	path     string // the command as resolved
+	stdin    *os.File
+	stopSig  syscall.Signal
+	grace    time.Duration
+	guard    *exec.Cmd
+	lifeline *os.File // write end; the guard kills the group when it is closed
+	status   *os.File // read end; the guard writes the command's wait status to it
+	launch   *os.File // write end; the guard reads the go-ahead from it
+
+	mu       sync.Mutex
+	state    prepState
+	deadline time.Time // the kill deadline for the command; zero when none
+	proc     *Process  // once launched
+}
+
+type prepState int
+
+const (
+	prepared prepState = iota
+	launched
+	discarded
+)
+
+// Prepare does all that Start does before the command can start, while
+// leaderrun still waits for the lease: it resolves the command (an
+// *ExecError or ErrNoCommand, as from Start) and starts the guard, which
+// leads the command's new process group and then waits, blocked in a read,
+// for the go-ahead that Launch sends. The command itself is not started
+// until then, so the guard's own start (a whole Go program's) is off the
+// critical path between holding the lease and running the command.
+//
+// cfg.Env is ignored: the command's environment is the one given to Launch.
+// The guard itself runs with leaderrun's environment, which the command
+// never sees.
+//
+// While prepared, the guard does not take the terminal: leaderrun's group
+// stays in the foreground (Ctrl-C reaches leaderrun), and Launch hands the
+// terminal to the command's group, as Start does, just before the go-ahead.
+// If leaderrun dies before Launch, the guard exits without starting
+// anything. A Prepared must be launched or discarded: until then the guard
+// is a child of leaderrun.
+func Prepare(cfg Config) (*Prepared, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, ErrNoCommand
+	}
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		var lpErr *exec.Error
+		if errors.As(err, &lpErr) {
+			err = lpErr.Err
+		}
+		return nil, &ExecError{Path: cfg.Argv[0], Code: execCode(err), Err: err}
+	}
+	self, err := selfExe()
+	if err != nil {
+		return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	log = log.Named("runner")
+	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
+	stopSig := cfg.KillSignal
+	if stopSig == 0 {
+		stopSig = syscall.SIGTERM
+	}
+
+	// The guard's ends, then leaderrun's.
+	var theirs, ours [3]*os.File
+	for i, name := range []string{"lifeline", "status", "launch"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(theirs[:i])
+			closeFiles(ours[:i])
+			return nil, fmt.Errorf("runner: %s pipe: %w", name, err)
+		}
+		if name == "status" {
+			r, w = w, r // the guard writes this one
+		}
+		theirs[i], ours[i] = r, w
+	}
+	guard := &exec.Cmd{
+		Path:        self,
+		Args:        guardArgs(path, cfg.Argv),
+		Stdin:       stdin,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = guard.Start()
+	closeFiles(theirs[:])
+	if err != nil {
+		closeFiles(ours[:])
+		return nil, fmt.Errorf("runner: start %s: %w", cfg.Argv[0], err)
+	}
+	log.Debug("prepared command", "path", path, "pgid", guard.Process.Pid)
+	return &Prepared{
+		log:      log,
+		name:     cfg.Argv[0],
+		path:     path,
+		stdin:    stdin,
+		stopSig:  stopSig,
+		grace:    cfg.KillGrace,
+		guard:    guard,
+		lifeline: ours[0],
+		status:   ours[1],
+		launch:   ours[2],
+	}, nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// Pid returns the pid of the guard, which will also be the id of the
+// command's process group.
+func (p *Prepared) Pid() int { return p.guard.Process.Pid }
+
+// Launch starts the prepared command with env as its whole environment (nil
+// means os.Environ()) and returns it as Start does. The command is started
+// by the guard as soon as it reads the go-ahead: Launch does not wait for
+// that.
+//
+// The kill deadline set before Launch (SetKillDeadline) is in force in the
+// guard before the command starts, and a command whose deadline has already
+// passed is not started at all: the Process then ends at once, reporting
+// SIGKILL, as a command killed at its deadline does.
+//
+// Launch fails, leaving nothing behind, when the guard is known to be gone
+// (ErrGuardGone), for an environment that cannot be passed (an entry that
+// contains NUL), and on a Prepared already launched or discarded
+// (ErrSpent). A guard that dies during Launch is reported by the Process's
+// Result, as after Start.
+func (p *Prepared) Launch(env []string) (*Process, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != prepared {
+		return nil, ErrSpent
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	var deadline int64
+	if !p.deadline.IsZero() {
+		var err error
+		if deadline, err = monotonicAt(p.deadline); err != nil {
+			p.discardLocked()
+			return nil, fmt.Errorf("runner: kill deadline: %w", err)
+		}
+		if deadline == 0 {
+			deadline = -1 // 0 means none; both are long past
+		}
+	}
+	msg, err := encodeLaunch(deadline, env)
+	if err != nil {
+		p.discardLocked()
+		return nil, fmt.Errorf("runner: start %s: %w", p.name, err)
+	}
+	pgid := p.guard.Process.Pid
+	// The terminal is handed over now, not when the guard started: until the
+	// go-ahead, leaderrun's group keeps it.
+	tty, foreground := foregroundTerminal(p.stdin)
+	if foreground {
+		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, pgid); err != nil {
+			p.discardLocked()
+			return nil, fmt.Errorf("runner: start %s: give it the terminal: %w", p.name, err)
+		}
+	} else {
+		tty = -1
+	}
+	_, err = p.launch.Write(msg)
+	if cerr := p.launch.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if foreground {
+			_ = reclaimTerminal(tty)
+		}
+		p.discardLocked()
+		if errors.Is(err, syscall.EPIPE) {
+			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, p.guard.ProcessState)
+		}
+		return nil, fmt.Errorf("runner: start %s: go-ahead: %w", p.name, err)
+	}
+	p.state = launched
+	proc := &Process{
+		log:      p.log,
+		guard:    p.guard,
+		pgid:     pgid,
+		stopSig:  p.stopSig,
+		grace:    p.grace,
+		tty:      tty,
+		lifeline: p.lifeline,
+		status:   p.status,
+		done:     make(chan struct{}),
+	}
+	proc.group.pgid = pgid
+	p.proc = proc
+	p.log.Debug("started command", "path", p.path, "pgid", pgid, "foreground", foreground)
+	go proc.supervise()
+	return proc, nil
+}
+
+// Discard ends the prepared guard without starting the command, and reaps
+// it. It does nothing after Launch or a previous Discard, so it can be
+// deferred.
+func (p *Prepared) Discard() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != prepared {
+		return
+	}
+	p.discardLocked()
+	p.log.Debug("discarded prepared command", "pgid", p.guard.Process.Pid)
+}
+
+func (p *Prepared) discardLocked() {
+	p.state = discarded
+	// By pid: it is an unreaped child, so the pid cannot have been reused.
+	_ = p.guard.Process.Kill()
+	_ = p.guard.Wait()
+	p.lifeline.Close()
+	p.status.Close()
+	p.launch.Close()
+}
+
+// SetKillDeadline sets the deadline by which the command's group must be
+// dead (see Process.SetKillDeadline). Before Launch, the latest deadline set
+// goes to the guard with the go-ahead: the command is not started if it has
+// passed, and is killed when it passes unless it is moved forward through
+// the Process. After Launch it is Process.SetKillDeadline; after Discard it
+// does nothing.
+func (p *Prepared) SetKillDeadline(t time.Time) error {
+	p.mu.Lock()
+	switch p.state {
+	case launched:
+		proc := p.proc
+		p.mu.Unlock()
+		return proc.SetKillDeadline(t)
+	case prepared:
+		p.deadline = t
+		if t.IsZero() {
+			// Keep "zero" meaning "none": a zero time is long past.
+			p.deadline = time.Unix(0, 0)
+		}
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// monotonicAt is t as a reading of the system's monotonic clock, in
+// nanoseconds, which the guard shares.
+func monotonicAt(t time.Time) (int64, error) {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0, err
+	}
+	return now + int64(time.Until(t)), nil
+}
+
+// The go-ahead that Launch sends to the guard: a header of the kill deadline
+// (big-endian int64, a system monotonic clock reading in nanoseconds; 0 for
+// none), the number of environment entries and their total size (big-endian
+// uint32 each), then each entry followed by a NUL. Any content but NUL
+// (which execve cannot pass either) survives, and a message cut short (by
+// leaderrun's death while writing it) is told from a whole one.
+const (
+	launchHeader = 16
+	// maxLaunchSize bounds what the guard accepts, far above what execve
+	// takes on any system.
+	maxLaunchSize = 1 << 28
+)
+
+func encodeLaunch(deadline int64, env []string) ([]byte, error) {
+	size := 0
+	for i, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, fmt.Errorf("environment entry %d contains NUL", i)
+		}
+		size += len(kv) + 1
+	}
+	if size > maxLaunchSize {
+		return nil, fmt.Errorf("environment too large: %d bytes", size)
+	}
+	msg := make([]byte, launchHeader, launchHeader+size)
+	binary.BigEndian.PutUint64(msg[0:], uint64(deadline))
+	binary.BigEndian.PutUint32(msg[8:], uint32(len(env)))
+	binary.BigEndian.PutUint32(msg[12:], uint32(size))
+	for _, kv := range env {
+		msg = append(msg, kv...)
+		msg = append(msg, 0)
+	}
+	return msg, nil
+}
+
+// decodeLaunch reads a go-ahead. It returns io.EOF when r ended before any
+// of it, io.ErrUnexpectedEOF when it ended in the middle. The environment
+// is never nil.
+func decodeLaunch(r io.Reader) (deadline int64, env []string, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var head [launchHeader]byte
+	if _, err := io.ReadFull(br, head[:]); err != nil {
+		return 0, nil, err
+	}
+	deadline = int64(binary.BigEndian.Uint64(head[0:]))
+	count := binary.BigEndian.Uint32(head[8:])
+	size := binary.BigEndian.Uint32(head[12:])
+	if size > maxLaunchSize || count > size {
+		return 0, nil, fmt.Errorf("malformed go-ahead: %d entries in %d bytes", count, size)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(br, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	env = make([]string, 0, count)
+	if size > 0 {
+		if body[size-1] != 0 {
+			return 0, nil, errors.New("malformed go-ahead: unterminated entry")
+		}
+		env = strings.Split(string(body[:size-1]), "\x00")
+	}
+	if len(env) != int(count) {
+		return 0, nil, fmt.Errorf("malformed go-ahead: %d entries, %d announced", len(env), count)
+	}
+	return deadline, env, nil
+}
