@@ -7,12 +7,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -109,6 +111,7 @@ func TestScripts(t *testing.T) {
 			"lines":     cmdLines,
 			"signal":    cmdSignal,
 			"startgap":  cmdStartGap,
+			"children":  cmdChildren,
 		},
 	})
 }
@@ -149,19 +152,58 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	if sig == 0 {
 		ts.Fatalf("unknown signal %s", args[0])
 	}
+	ts.Check(backgroundCmd(ts, args[1]).Process.Signal(sig))
+}
+
+// backgroundCmd is the one background command whose arguments contain word.
+func backgroundCmd(ts *testscript.TestScript, word string) *exec.Cmd {
 	var found *exec.Cmd
 	for _, c := range ts.BackgroundCmds() {
-		if slices.Contains(c.Args, args[1]) {
+		if slices.Contains(c.Args, word) {
 			if found != nil {
-				ts.Fatalf("signal: more than one background command has %q", args[1])
+				ts.Fatalf("more than one background command has %q", word)
 			}
 			found = c
 		}
 	}
 	if found == nil || found.Process == nil {
-		ts.Fatalf("signal: no background command has %q", args[1])
+		ts.Fatalf("no background command has %q", word)
 	}
-	ts.Check(found.Process.Signal(sig))
+	return found
+}
+
+// children WORD N checks that the background command whose arguments
+// contain WORD has N child processes (Linux: /proc). A leading leaderrun
+// has one, its guard; a waiting one none.
+func cmdChildren(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: children WORD N")
+	}
+	if runtime.GOOS != "linux" {
+		ts.Logf("children: not on %s", runtime.GOOS)
+		return
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	pid := backgroundCmd(ts, args[0]).Process.Pid
+	entries, err := os.ReadDir("/proc")
+	ts.Check(err)
+	var kids []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // not a process, or gone
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so cut at the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, e.Name())
+		}
+	}
+	if len(kids) != want {
+		ts.Fatalf("children: %s (pid %d) has %d child processes %v, want %d", args[0], pid, len(kids), kids, want)
+	}
 }
 
 // sleep D pauses the script; used only to let a background process reach a

@@ -216,19 +216,89 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	sd.start()
 	defer sd.close()
 
-	l, err := waitForLease(ctx, a, o, elector, sd, sigs)
+	hs := &headStart{log: log, cfg: runner.Config{
+		Argv:       o.argv,
+		KillSignal: o.signal,
+		KillGrace:  o.killGrace,
+		Logger:     log,
+	}}
+	defer hs.discard()
+	l, err := waitForLease(ctx, a, o, elector, sd, sigs, hs)
 	if err != nil {
 		return err
 	}
 	if l == nil {
 		return nil // skipped by --once-per
 	}
-	return runHeld(ctx, a, o, l, elector.Config().RenewInterval, sd, sigs)
+	return runHeld(ctx, a, o, l, elector.Config().RenewInterval, sd, sigs, hs)
+}
+
+// headStart starts COMMAND's guard (runner.Prepare) right before each
+// acquire request, so that the guard's own start, a whole process's,
+// overlaps the storage round trips instead of following them. COMMAND
+// itself starts only once the lease is held. The guard is discarded when
+// the wait for a held lease begins, and when leaderrun ends without
+// running COMMAND.
+type headStart struct {
+	log      hclog.Logger
+	cfg      runner.Config
+	prepared *runner.Prepared
+	failed   bool // Prepare failed: start from scratch, which reports why
+}
+
+func (h *headStart) prepare() {
+	if h.prepared != nil || h.failed {
+		return
+	}
+	p, err := runner.Prepare(h.cfg)
+	if err != nil {
+		// A command that cannot be run is reported once the lease is held,
+		// with its run recorded, as without a head start.
+		h.failed = true
+		h.log.Debug("no head start for the command", "error", err)
+		return
+	}
+	h.prepared = p
+}
+
+func (h *headStart) discard() {
+	if h.prepared != nil {
+		h.prepared.Discard()
+		h.prepared = nil
+	}
+}
+
+// start starts COMMAND with env and the kill deadline already in force:
+// the prepared guard if there is one, otherwise (or if it has died) a new
+// one.
+func (h *headStart) start(env []string, killBy time.Time) (*runner.Process, error) {
+	if p := h.prepared; p != nil {
+		h.prepared = nil
+		err := p.SetKillDeadline(killBy)
+		if err == nil {
+			var proc *runner.Process
+			if proc, err = p.Launch(env); err == nil {
+				return proc, nil
+			}
+		}
+		p.Discard()
+		h.log.Warn("the command's prepared guard failed; starting it anew", "error", err)
+	}
+	cfg := h.cfg
+	cfg.Env = env
+	proc, err := runner.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.SetKillDeadline(killBy); err != nil {
+		h.log.Warn("could not hand the kill deadline to the guard", "error", err)
+	}
+	return proc, nil
 }
 
 // waitForLease acquires the lease; a terminating signal ends the wait at
 // once. It returns a nil lease when --once-per skips the run.
-func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal) (*lease.Lease, error) {
+func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal, hs *headStart) (*lease.Lease, error) {
 	log := a.log
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waitSig syscall.Signal
@@ -253,7 +323,9 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		NoWait:  o.noWait,
 		Timeout: o.timeout,
 		OncePer: o.oncePer,
+		OnTry:   hs.prepare,
 		OnWait: func(p *lease.Properties) {
+			hs.discard()
 			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", p.Holder, "term", p.Term)
 			sd.waiting()
 			sd.status("waiting: held by " + holderText(p.Holder, p.AcquiredAt))
@@ -274,7 +346,7 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 }
 
 // runHeld runs COMMAND under an acquired lease and releases it at the end.
-func runHeld(ctx context.Context, a *app, o *runOptions, l *lease.Lease, renewInterval time.Duration, sd *notifier, sigs <-chan os.Signal) error {
+func runHeld(ctx context.Context, a *app, o *runOptions, l *lease.Lease, renewInterval time.Duration, sd *notifier, sigs <-chan os.Signal, hs *headStart) error {
 	log := a.log
 	keepCtx, stopKeep := context.WithCancel(ctx)
 	defer stopKeep()
@@ -304,13 +376,10 @@ func runHeld(ctx context.Context, a *app, o *runOptions, l *lease.Lease, renewIn
 		"LEADERRUN_TERM="+strconv.FormatInt(l.Term, 10),
 		"LEADERRUN_IDENTITY="+l.Identity,
 	)
-	p, err := runner.Start(runner.Config{
-		Argv:       o.argv,
-		Env:        env,
-		KillSignal: o.signal,
-		KillGrace:  o.killGrace,
-		Logger:     log,
-	})
+	// The guard kills the group by itself at the kill deadline unless a
+	// renewal moves it: this covers a leaderrun that is alive but cannot
+	// act (stopped, starved).
+	p, err := hs.start(env, l.KillBy())
 	if err != nil {
 		code := exitNotExec
 		var ee *runner.ExecError
@@ -322,15 +391,11 @@ func runHeld(ctx context.Context, a *app, o *runOptions, l *lease.Lease, renewIn
 		return exitWith(code, err)
 	}
 	log.Debug("command started", "pid", p.Pid(), "command", o.argv[0])
-	// The guard kills the group by itself at the kill deadline unless a
-	// renewal moves it: this covers a leaderrun that is alive but cannot
-	// act (stopped, starved).
 	setDeadline := func() {
 		if err := p.SetKillDeadline(l.KillBy()); err != nil {
 			log.Warn("could not hand the kill deadline to the guard", "error", err)
 		}
 	}
-	setDeadline()
 
 	hctx, stopHealth := context.WithCancel(ctx)
 	defer stopHealth()
