@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ type emulator struct {
 	target      string // http://127.0.0.1:PORT
 	accountPath string // /devstoreaccount1
 	version     string
+	pid         int // the emulator's process, for its CPU time; 0 if unknown
 	stop        func()
 }
 
@@ -87,6 +89,13 @@ func startAzurite(ctx context.Context, root, work string) (*emulator, error) {
 		return nil, err
 	}
 	e := &emulator{connString: cs, version: azuriteVersion(root), stop: stop}
+	state := os.Getenv("AZURITE_STATE_DIR")
+	if state == "" {
+		state = filepath.Join(work, "azurite")
+	}
+	if b, err := os.ReadFile(filepath.Join(state, "pid")); err == nil {
+		e.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
 	kv := map[string]string{}
 	for part := range strings.SplitSeq(e.connString, ";") {
 		if k, v, ok := strings.Cut(part, "="); ok {

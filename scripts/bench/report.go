@@ -147,21 +147,31 @@ func reportStart(pf printer, b *bench, s *startResult) {
 	if s.inits > 0 {
 		inits = fmt.Sprintf(" (%d packages initialised, %s of init functions by GODEBUG=inittrace=1)", s.inits, fd(s.initClock.p50()))
 	}
-	pf("| `leaderrun version` | %s | one start of the leaderrun binary (%s): Go runtime, package initialisation%s, cobra; a run pays it twice (leaderrun, then its guard) |\n",
+	pf("| `leaderrun version` | %s | one start of the leaderrun binary (%s): Go runtime, package initialisation%s, cobra. A run pays it twice, but the guard's start (the same binary) overlaps the acquire |\n",
 		fd(s.version.p50()), fmbBytes(b.bin.leaderrun), inits)
 	if len(s.guard) > 0 {
-		pf("| the guard alone | %s | leaderrun re-executed as the leader of the command's process group, until `true` has run and its status is reported |\n", fd(s.guard.p50()))
+		pf("| the guard's go-ahead → status | %s | what the guard adds once the lease is held: it has started during the acquire and waits; it gets the environment, starts `true` as the leader of its process group, and reports its status |\n", fd(s.guard.p50()))
 	} else {
-		pf("| the guard alone | n/a | %s |\n", s.guardErr)
+		pf("| the guard's go-ahead → status | n/a | %s |\n", s.guardErr)
 	}
 	n := s.requests.Reads + s.requests.Writes
-	pf("| storage requests per run | %d | %s (%d HTTP reads, %d writes), one after another |\n", n, opsLine(s.requests), s.requests.Reads, s.requests.Writes)
+	pf("| storage requests per run | %d | %s (%d HTTP reads, %d writes); the first GetProperties goes alongside the Acquire, so a run waits for %d round trips |\n",
+		n, opsLine(s.requests), s.requests.Reads, s.requests.Writes, max(n-1, 0))
 	pf("| one request | %s | Get Blob Properties in-process on a warm connection (loopback, plain HTTP: no TLS) |\n", fd(s.request.p50()))
-	sum := s.version.p50() + s.guard.p50() + time.Duration(n)*s.request.p50()
-	pf("| start + guard + %d requests | %s | the sum of the parts, against %s measured: the rest is building the storage client, the first connection, the command's exec and the pipes and waits between the processes, which also compete with the emulator for the CPUs |\n", n, fd(sum), fd(lr))
+	for _, tool := range []string{"leaderrun", "etcdctl"} {
+		if runs := s.serverRuns[tool]; runs > 0 {
+			what := "Azurite (Node.js) serving one `leaderrun -- true`: the emulator's own cost, which a real storage account does not put on this machine"
+			if tool == "etcdctl" {
+				what = "etcd serving one `etcdctl lock x true`, for comparison"
+			}
+			pf("| server CPU per run | %s | %s (utime + stime over %d runs) |\n", fd(s.serverCPU[tool]/time.Duration(runs)), what, runs)
+		}
+	}
+	sum := s.version.p50() + s.guard.p50() + time.Duration(max(n-1, 0))*s.request.p50()
+	pf("| start + go-ahead + %d round trips | %s | the sum of the parts, against %s measured: the rest is building the storage client, the first connection, and the emulator's work, which competes with leaderrun for the CPUs |\n", max(n-1, 0), fd(sum), fd(lr))
 	if len(s.withRTT) > 0 {
-		pf("| the run with +%s per request | %s | a proxy delays every request by %s (an in-region round trip): +%s, ≈ %d × %s |\n",
-			fd(b.o.rtt), fd(s.withRTT.p50()), fd(b.o.rtt), fd(s.withRTT.p50()-lr), n, fd(b.o.rtt))
+		pf("| the run with +%s per request | %s | a proxy delays every request by %s (an in-region round trip): +%s, ≈ %.1f × %s |\n",
+			fd(b.o.rtt), fd(s.withRTT.p50()), fd(b.o.rtt), fd(s.withRTT.p50()-lr), float64(s.withRTT.p50()-lr)/float64(b.o.rtt), fd(b.o.rtt))
 	} else if s.rttErr != "" {
 		pf("| the run with +%s per request | n/a | %s |\n", fd(b.o.rtt), s.rttErr)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,8 +34,12 @@ type startResult struct {
 	inits                     int
 	initClock                 sample
 	guardErr, etcdErr, rttErr string
-	failures                  map[string]string // a tool's first failure
-	err                       string
+	// The storage server's CPU time (utime + stime) over all the timed
+	// runs of leaderrun and of etcdctl lock, and how many runs.
+	serverCPU  map[string]time.Duration
+	serverRuns map[string]int
+	failures   map[string]string // a tool's first failure
+	err        string
 }
 
 // tool is one of the commands timed in a round.
@@ -47,7 +52,7 @@ type tool struct {
 }
 
 func (b *bench) startCost(ctx context.Context) *startResult {
-	r := &startResult{failures: map[string]string{}}
+	r := &startResult{failures: map[string]string{}, serverCPU: map[string]time.Duration{}, serverRuns: map[string]int{}}
 	name := "start-" + randHex(4)
 	out, err := os.OpenFile(filepath.Join(b.work, "start.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -57,6 +62,10 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 	defer out.Close()
 	lockFile := filepath.Join(b.work, "flock.lock")
 
+	server := map[string]int{"leaderrun": b.az.pid} // whose CPU each tool's runs cost
+	if b.etcd != nil {
+		server["etcdctl"] = b.etcd.proc.pid()
+	}
 	tools := []tool{
 		{name: "leaderrun", env: b.direct(), argv: b.lr(name, []string{"-q"}, "true"), into: &r.leaderrun},
 		{name: "flock", env: baseEnv(), argv: []string{"flock", lockFile, "true"}, into: &r.flock},
@@ -95,7 +104,16 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 				return r
 			}
 			t := tools[i]
+			pid := server[t.name]
+			var cpu0 time.Duration
+			if pid > 0 {
+				cpu0 = cpuTime(pid, b.tick)
+			}
 			d, err := runTool(t)
+			if pid > 0 && err == nil {
+				r.serverCPU[t.name] += cpuTime(pid, b.tick) - cpu0
+				r.serverRuns[t.name]++
+			}
 			if err != nil {
 				if _, seen := r.failures[t.name]; !seen {
 					r.failures[t.name] = err.Error()
@@ -197,43 +215,64 @@ func initTrace(leaderrun string) (int, time.Duration, error) {
 }
 
 // guardAlone starts leaderrun's guard the way leaderrun does (the hidden
-// first argument, a new process group, the lifeline on fd 3 and the status
-// pipe on fd 4) with `true` as the command, and times it until the guard
-// reports the command's status. It is an internal interface: if the guard
-// does not report within 5 s, the measure is given up.
+// first argument and protocol, a new process group, the lifeline on fd 3,
+// the status pipe on fd 4, the go-ahead pipe on fd 5) with `true` as the
+// command, lets it settle, and times the go-ahead until the guard reports
+// the command's status: what remains on a run's critical path, since
+// leaderrun starts its guard while it acquires the lease. It is an
+// internal interface: if the guard does not report within 5 s, the measure
+// is given up.
 func guardAlone(leaderrun, dir string) (time.Duration, error) {
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		return 0, err
+	var theirs, ours [3]*os.File
+	for i := range theirs {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, err
+		}
+		if i == 1 { // status: the guard writes, we read
+			theirs[i], ours[i] = w, r
+		} else {
+			theirs[i], ours[i] = r, w
+		}
+		defer ours[i].Close()
 	}
-	defer lifeW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		lifeR.Close()
-		return 0, err
-	}
-	defer statusR.Close()
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(leaderrun, "__leaderrun-guard", truePath, "--", "true")
+	cmd := exec.Command(leaderrun, "__leaderrun-guard", "v2", truePath, "--", "true")
 	cmd.Dir, cmd.Env = dir, baseEnv()
-	cmd.ExtraFiles = []*os.File{lifeR, statusW}
+	cmd.ExtraFiles = theirs[:]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	t0 := time.Now()
 	err = cmd.Start()
-	lifeR.Close()
-	statusW.Close()
+	for _, f := range theirs {
+		f.Close()
+	}
 	if err != nil {
 		return 0, err
 	}
-	_ = statusR.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Let the guard start and block on the go-ahead, as it does while
+	// leaderrun acquires.
+	time.Sleep(30 * time.Millisecond)
+	// The go-ahead: no kill deadline, the environment, each entry NUL-ended.
+	env := baseEnv()
+	var body []byte
+	for _, kv := range env {
+		body = append(append(body, kv...), 0)
+	}
+	head := make([]byte, 16)
+	binary.BigEndian.PutUint32(head[8:], uint32(len(env)))
+	binary.BigEndian.PutUint32(head[12:], uint32(len(body)))
+	launch, status := ours[2], ours[1]
+	t0 := time.Now()
+	_, werr := launch.Write(append(head, body...))
+	launch.Close()
+	_ = status.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 64)
-	n, rerr := statusR.Read(buf)
+	n, rerr := status.Read(buf)
 	d := time.Since(t0)
-	lifeW.Close() // the lifeline's end: the guard kills its (empty) group and exits
-	if rerr != nil || !strings.HasPrefix(string(buf[:n]), "exit 0") {
+	ours[0].Close() // the lifeline's end: the guard kills its (empty) group and exits
+	if werr != nil || rerr != nil || !strings.HasPrefix(string(buf[:n]), "exit 0") {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return 0, errors.New("the guard did not report `exit 0` (its internal protocol may have changed)")
