@@ -388,8 +388,6 @@ func (p *Process) supervise() {
 		p.dismissGuard()
 	}
 	p.drain()
-	p.dismissGuard()
-	p.lifeline.Close()
 	p.status.Close()
 	if !reported {
 		res = guardResult(p.guard.ProcessState)
@@ -409,6 +407,12 @@ func (p *Process) supervise() {
 	}
 	p.result = res
 	close(p.done)
+	// The group is empty and the guard, which has reported (or been reaped
+	// above), is outside it: dismissing it needs no wait of leaderrun's, so
+	// it comes after Done, which the end of the run and the release of the
+	// lease wait for. Until then the lifeline still covers nothing but it.
+	p.dismissGuard()
+	p.lifeline.Close()
 }
 
 // readStatus reads the guard's report of the command's wait status. It
