@@ -391,8 +391,12 @@ func reportTargets(pf printer, b *bench, r *results) {
 		pf("| %s | %s | %s |\n", target, measured, v)
 	}
 	if s := r.start; s != nil && len(s.leaderrun) > 0 && len(s.etcd) > 0 {
-		row("`leaderrun -- true` ≤ ½ × `etcdctl lock`", fmt.Sprintf("%s vs %s (%s)", fd(s.leaderrun.p50()), fd(s.etcd.p50()), ratio(s.leaderrun.p50(), s.etcd.p50())),
-			s.leaderrun.p50()*2 <= s.etcd.p50())
+		measured := fmt.Sprintf("%s vs %s (%s)", fd(s.leaderrun.p50()), fd(s.etcd.p50()), ratio(s.leaderrun.p50(), s.etcd.p50()))
+		if s.serverRuns["leaderrun"] > 0 && s.serverRuns["etcdctl"] > 0 {
+			measured += fmt.Sprintf("; the server's CPU per run: Azurite %s, etcd %s", fd(s.serverCPU["leaderrun"]/time.Duration(s.serverRuns["leaderrun"])),
+				fd(s.serverCPU["etcdctl"]/time.Duration(s.serverRuns["etcdctl"])))
+		}
+		row("`leaderrun -- true` ≤ ½ × `etcdctl lock`", measured, s.leaderrun.p50()*2 <= s.etcd.p50())
 	}
 	if s := r.steady; s != nil {
 		var w int64
