@@ -330,3 +330,26 @@ func writeFileAtomic(path, data string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// startHelper starts the test binary as a helper that plays leaderrun (env
+// says how) and returns it with the read end of its stderr, which whatever
+// it starts (the guard, the command, a grandchild) shares: reading it ends
+// when the last of them has gone. The helper is killed at cleanup.
+func startHelper(t *testing.T, env ...string) (*exec.Cmd, *os.File) {
+	t.Helper()
+	helper := exec.Command(testExe)
+	helper.Env = append(testEnv(), env...)
+	stderr, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper.Stderr = w
+	err = helper.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	return helper, stderr
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -199,22 +198,7 @@ func TestLaunchRejectsNUL(t *testing.T) {
 func TestPreparedLeaderrunKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	helper := exec.Command(testExe)
-	helper.Env = append(testEnv(), "RUNNER_TEST_CHILD=prepare", "RUNNER_TEST_DIR="+dir)
-	// The helper's stderr, which the guard shares: it ends when both have
-	// gone.
-	stderr, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper.Stderr = w
-	err = helper.Start()
-	w.Close()
-	if err != nil {
-		stderr.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
+	helper, stderr := startHelper(t, "RUNNER_TEST_CHILD=prepare", "RUNNER_TEST_DIR="+dir)
 	ended := make(chan struct{})
 	var log bytes.Buffer
 	go func() {

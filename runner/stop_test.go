@@ -4,8 +4,6 @@ package runner
 
 import (
 	"bufio"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -253,23 +251,8 @@ func TestLeaderrunKilled(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			helper := exec.Command(testExe)
-			helper.Env = append(testEnv(), "RUNNER_TEST_CHILD=parent", "RUNNER_TEST_DIR="+dir,
+			helper, stderr := startHelper(t, "RUNNER_TEST_CHILD=parent", "RUNNER_TEST_DIR="+dir,
 				"RUNNER_TEST_THEN="+tt.then, "RUNNER_TEST_IGNORE_TERM=1", "RUNNER_TEST_GRACE=1h")
-			// The helper's stderr, which the guard, the command and the
-			// grandchild share: it ends when the last of them has gone.
-			stderr, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			helper.Stderr = w
-			err = helper.Start()
-			w.Close()
-			if err != nil {
-				stderr.Close()
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
 			logged := make(chan struct{})
 			ended := make(chan struct{})
 			var log strings.Builder
