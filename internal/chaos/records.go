@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -241,16 +240,4 @@ func maxGap(procs []Proc) time.Duration {
 		g = max(g, p.MaxGap)
 	}
 	return g
-}
-
-// pidsOf returns the pids of owner's processes, sorted.
-func pidsOf(procs []Proc, owner string) []int {
-	var pids []int
-	for _, p := range procs {
-		if p.Owner == owner {
-			pids = append(pids, p.PID)
-		}
-	}
-	slices.Sort(pids)
-	return pids
 }

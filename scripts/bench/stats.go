@@ -30,13 +30,6 @@ func (s sample) max() time.Duration {
 	return slices.Max(s)
 }
 
-func (s sample) min() time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	return slices.Min(s)
-}
-
 // fd formats a duration for the tables: 0.42 ms, 26.4 ms, 312 ms, 1.04 s,
 // 12.9 s.
 func fd(d time.Duration) string {
