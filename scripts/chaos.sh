@@ -20,29 +20,6 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/leaderrun-chaos-sh.XXXXXX")
-export AZURITE_STATE_DIR="$work/azurite"
-pid=
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  scripts/azurite.sh stop >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'if [[ -n "$pid" ]]; then kill -TERM "$pid" 2>/dev/null || true; fi' INT TERM HUP
-
-go build -o "$work/chaos" ./scripts/chaos
-"$work/chaos" "$@" &
-pid=$!
-# wait returns early when a trapped signal arrives: wait again until the
-# driver has finished its own cleanup.
-status=0
-while :; do
-  if wait "$pid"; then status=0; else status=$?; fi
-  kill -0 "$pid" 2>/dev/null || break
-done
-pid=
-exit "$status"
+# shellcheck source=scripts/driver.sh
+. scripts/driver.sh
+run_driver chaos "$@"
