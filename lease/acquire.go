@@ -1,0 +1,283 @@
+// acquire.go: one Acquire call as a state machine (attempt): the optimistic
+// acquire, the follower's poll loop with reads, creating a missing blob,
+// giving up on storage failures, and the cleanup of a lease acquired but not
+// handed over.
+
+package lease
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// giveUpAfter: Acquire gives up after this much consecutive failure to
+// reach the storage.
+const giveUpAfter = 10 * time.Second
+
+// attempt is the state of one Acquire call.
+type attempt struct {
+	e        *Elector
+	w        WaitOptions
+	deadline time.Time // zero: no timeout
+	// leaseID is proposed at every try of this Acquire call: re-acquiring
+	// with the same ID is idempotent, so a lost answer cannot make us
+	// wait for our own lease.
+	leaseID string
+	// unsure: an acquire with leaseID may have succeeded unseen (or a
+	// release failed); cleanup releases it.
+	unsure bool
+
+	reqStart  time.Time   // when the latest request was sent
+	failSince time.Time   // when the first request of the current run of failures was sent
+	failures  int         // failures in that run
+	seen      *Properties // the latest held state read
+	notified  string      // holder and term last passed to OnWait
+	contended int         // acquires refused although a read said free
+}
+
+// errHeldNow: the acquire was refused because the lease is held.
+var errHeldNow = errors.New("lease: held (acquire refused)")
+
+func (a *attempt) run(ctx context.Context) (*Lease, error) {
+	var (
+		free *Properties // the latest poll read, which found the lease free
+		next *Properties // a read already made that serves as the next poll
+	)
+	read := false // the first step is one optimistic acquire
+	for {
+		if read {
+			p := next
+			next = nil
+			if p == nil {
+				rctx, cancel := a.requestCtx(ctx)
+				var err error
+				p, err = a.e.c.getProperties(rctx)
+				cancel()
+				if err != nil {
+					if err := a.failed(ctx, err); err != nil {
+						return nil, err
+					}
+					continue
+				}
+			}
+			a.succeeded()
+			if p.State.held() {
+				a.contended = 0
+				if withinWindow(p, a.w.OncePer) {
+					return nil, skipError(p, a.w.OncePer)
+				}
+				a.seen = p
+				if a.w.NoWait || a.expired() {
+					return nil, heldError(p)
+				}
+				a.notify(p)
+				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			free = p
+		}
+		// An optimistic acquire goes with a concurrent read; a follower's
+		// acquire comes with the poll read that found the lease free.
+		var pr *pendingRead
+		if read {
+			pr = readDone(free)
+		} else {
+			pr = a.startRead(ctx)
+		}
+		l, err := a.try(ctx, pr)
+		if !read && errors.Is(err, errHeldNow) {
+			// The read sent with the refused acquire is the first poll,
+			// if it saw the lease held (else it raced a release: read again).
+			if p := pr.wait(); p != nil && p.State.held() {
+				next = p
+			}
+		}
+		pr.abandon()
+		read = true
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, errHeldNow):
+			a.succeeded()
+			a.contended++
+			if a.contended > 1 {
+				// A read said free, the acquire said held: do not spin.
+				if a.w.NoWait || a.expired() {
+					return nil, heldError(a.seen)
+				}
+				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
+					return nil, err
+				}
+			}
+		default:
+			var se *StorageError
+			if !errors.As(err, &se) {
+				return nil, err // *SkipError
+			}
+			if err := a.failed(ctx, se); err != nil {
+				return nil, err
+			}
+			read = false // retry the acquire
+		}
+	}
+}
+
+// try sends one acquire (creating the container and blob if missing) and,
+// if it succeeds, claims the term: see claim. pr is a read made before or
+// with the acquire, which the claim uses instead of a read of its own if
+// the blob has not changed since; it is never nil.
+func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
+	c, cfg := a.e.c, a.e.cfg
+	sent, ans, err := a.acquire(ctx)
+	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
+		rctx, cancel := a.requestCtx(ctx)
+		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
+		cancel()
+		if cerr != nil {
+			return nil, cerr
+		}
+		sent, ans, err = a.acquire(ctx)
+	}
+	if se := asStorageError(err); se != nil {
+		switch {
+		case se.kind == kindTransient:
+			a.unsure = true // the answer may have been lost
+		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
+			se.kind = kindTransient // deleted right after we created it
+		case se.kind == kindHeld || se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusPreconditionFailed:
+			return nil, errHeldNow
+		}
+		return nil, se
+	}
+	a.unsure = true
+	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
+	if err := a.claim(ctx, l, reusable(pr, ans, sent)); err != nil {
+		a.releaseQuietly(ctx)
+		return nil, err
+	}
+	a.unsure = false
+	a.e.log.Debug("acquired lease", "url", c.url, "term", l.Term, "identity", cfg.Identity)
+	return l, nil
+}
+
+// releaseQuietly releases a lease this attempt will not hand over, from a
+// fresh bounded context (ctx may be done). If it fails, cleanup tries again.
+func (a *attempt) releaseQuietly(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := a.e.c.release(rctx, a.leaseID)
+	if se := asStorageError(err); se == nil || se.leaseGone() {
+		a.unsure = false
+		return
+	}
+	a.e.log.Debug("release after a failed claim failed", "error", err)
+}
+
+// cleanup releases a lease that this attempt may hold unseen.
+func (a *attempt) cleanup(ctx context.Context) {
+	if a.unsure {
+		a.releaseQuietly(ctx)
+	}
+}
+
+// acquire sends one Acquire Lease, after OnTry; sent is when (t_ok if it
+// succeeds).
+func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err error) {
+	rctx, cancel := a.requestCtx(ctx)
+	defer cancel()
+	if a.w.OnTry != nil {
+		a.w.OnTry()
+	}
+	sent = time.Now()
+	ans, err = a.e.c.acquire(rctx, a.leaseID, a.e.cfg.Duration)
+	return sent, ans, err
+}
+
+// requestCtx bounds one request (see requestDeadline) and records when it
+// was sent.
+func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	a.reqStart = time.Now()
+	return context.WithDeadline(ctx, a.requestDeadline())
+}
+
+// requestDeadline bounds a request sent now: requestTimeout, and the wait's
+// deadline while it is ahead.
+func (a *attempt) requestDeadline() time.Time {
+	now := time.Now()
+	d := now.Add(requestTimeout)
+	if !a.deadline.IsZero() && a.deadline.After(now) {
+		d = minTime(d, a.deadline)
+	}
+	return d
+}
+
+// failed records a storage failure. It returns the error to give up with,
+// or nil after sleeping a backoff.
+func (a *attempt) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	se := asStorageError(err)
+	if se == nil {
+		return err
+	}
+	if !se.Transient() {
+		return se
+	}
+	now := time.Now()
+	if a.failSince.IsZero() {
+		a.failSince = a.reqStart
+	}
+	a.failures++
+	if a.expired() && a.seen != nil {
+		return heldError(a.seen) // the wait is over; the last thing known is a holder
+	}
+	if now.Sub(a.failSince) >= giveUpAfter || a.expired() {
+		return se
+	}
+	delay := backoff(a.failures)
+	a.e.log.Warn("storage request failed, retrying", "error", se, "retry_in", delay)
+	return a.sleep(ctx, delay)
+}
+
+func (a *attempt) succeeded() { a.failSince, a.failures = time.Time{}, 0 }
+
+func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
+
+// sleep waits d, or until the wait's deadline, or until ctx ends.
+func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
+	if !a.deadline.IsZero() {
+		d = min(d, time.Until(a.deadline))
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// notify tells OnWait when the wait starts and when the holder changes.
+func (a *attempt) notify(p *Properties) {
+	key := p.Holder + "\x00" + strconv.FormatInt(p.Term, 10)
+	if key == a.notified {
+		return
+	}
+	a.notified = key
+	a.e.log.Debug("waiting for the lease", "holder", p.Holder, "term", p.Term, "state", p.State)
+	if a.w.OnWait != nil {
+		a.w.OnWait(p)
+	}
+}

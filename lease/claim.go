@@ -1,0 +1,177 @@
+// claim.go: what follows a successful acquire: the claim of the new term in
+// the blob's metadata, and the read sent with (or before) the acquire that
+// the claim reuses to save a round trip, with why that cannot make the term
+// go wrong.
+
+package lease
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// pendingRead is a Get Blob Properties sent alongside an acquire, or a
+// read already made.
+type pendingRead struct {
+	done   chan struct{} // closed when p is set
+	p      *Properties   // nil if the read failed
+	cancel context.CancelFunc
+}
+
+// startRead sends a read on its own goroutine, bounded like any request of
+// the attempt.
+func (a *attempt) startRead(ctx context.Context) *pendingRead {
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	r := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(r.done)
+		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
+	}()
+	return r
+}
+
+// readDone wraps a read already made (nil: none).
+func readDone(p *Properties) *pendingRead {
+	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
+	close(r.done)
+	return r
+}
+
+// wait returns the read, once it has answered; nil if it failed.
+func (r *pendingRead) wait() *Properties {
+	<-r.done
+	return r.p
+}
+
+// waitUntil is wait, giving up at t (nil then).
+func (r *pendingRead) waitUntil(t time.Time) *Properties {
+	select {
+	case <-r.done:
+		return r.p
+	default:
+	}
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-r.done:
+		return r.p
+	case <-timer.C:
+		return nil
+	}
+}
+
+// abandon cancels the read if it is still in flight and waits for its
+// goroutine to end. Safe more than once.
+func (r *pendingRead) abandon() {
+	r.cancel()
+	<-r.done
+}
+
+// minReadGrace: how long past the acquire's answer try waits at least for
+// the read sent with it (see reusable).
+const minReadGrace = 100 * time.Millisecond
+
+// reusable returns pr's read if it shows the blob exactly as the acquire
+// answered, ans: same ETag. A read still in flight is waited for as long
+// again as the acquire took (at least minReadGrace), then left for a read
+// of the claim's own. nil: not reusable.
+func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
+	if ans.ETag == "" || ans.Date.IsZero() {
+		return nil
+	}
+	p := pr.waitUntil(time.Now().Add(max(time.Since(sent), minReadGrace)))
+	if p == nil || !p.Exists || p.etag != ans.ETag {
+		return nil
+	}
+	return p
+}
+
+// claim checks once-per on the metadata of a just-acquired lease and writes
+// holder and the new term, stored term + 1 (keeping every other key). Its
+// requests end before the lease's stop deadline: a lease is never handed
+// over with a term that was not written.
+//
+// The metadata comes from reused, when not nil: a read made before or
+// together with the acquire whose ETag equals the one in the acquire's
+// answer. Every write of a blob's metadata changes its ETag, so equal ETags
+// mean that reused saw the metadata as it was when we acquired — whether
+// the read happened before or after the acquire, and whether or not the
+// service changes the ETag on acquire (if it does, only a read made after
+// the acquire can match, and a poll read never does: the claim then reads
+// again, slower but right). The write carries If-Match: that ETag with the
+// lease ID, so it only lands on the version we read; a 412 ConditionNotMet
+// (or no reusable read) falls back to reading the metadata after the
+// acquire, as the only writer while we hold the lease. Either way the term
+// written is the stored term as of our acquire, plus one.
+//
+// Service time for the claim (lastrunstart and the once-per decision) is
+// the later of the read's Date and the acquire's: a reused poll read may be
+// older than the acquire, and must not date the run.
+func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
+	c, cfg := a.e.c, a.e.cfg
+	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
+	defer cancel()
+	p, ifMatch := reused, ""
+	if p != nil {
+		ifMatch = p.etag
+	}
+	for {
+		if p == nil {
+			var err error
+			if p, err = c.getProperties(rctx); err != nil {
+				return err
+			}
+			if !p.Exists {
+				return &StorageError{Op: "get properties", StatusCode: 404, Code: codeBlobNotFound, kind: kindTransient}
+			}
+		}
+		now := maxTime(p.Date, l.AcquiredAt)
+		at := *p
+		at.Date = now
+		if withinWindow(&at, a.w.OncePer) {
+			return skipError(p, a.w.OncePer)
+		}
+		stored, err := parseTerm(p.Metadata[mdTerm])
+		if err != nil {
+			return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
+				Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
+		}
+		acquiredAt := l.AcquiredAt
+		if acquiredAt.IsZero() {
+			acquiredAt = p.Date
+		}
+		// The run's start goes in the same write (one request fewer per run
+		// and per handover): the command starts right after the claim, and
+		// a run skipped by --once-per returned above, before anything was
+		// written.
+		md := mergeMetadata(p.Metadata, map[string]string{
+			mdHolder:        cfg.Identity,
+			mdTerm:          strconv.FormatInt(stored+1, 10),
+			mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
+			mdAcquiredAt:    formatTime(acquiredAt),
+			mdVersion:       cfg.Version,
+			mdLastRunHolder: cfg.Identity,
+		})
+		if !now.IsZero() {
+			md[mdLastRunStart] = formatTime(now)
+		}
+		delete(md, mdLastRunEnd)
+		delete(md, mdLastExit)
+		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
+		if se := asStorageError(err); se != nil && ifMatch != "" &&
+			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+			a.e.log.Debug("the blob changed since it was read: reading it again")
+			p, ifMatch = nil, ""
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !now.IsZero()
+		l.sawDate(now)
+		l.sawDate(date)
+		return nil
+	}
+}

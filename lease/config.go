@@ -1,0 +1,114 @@
+// config.go: Config, the settings shared by the Elector and its leases,
+// with the bounds that make them safe, the defaults, and the checks that
+// NewElector applies.
+
+package lease
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Bounds and defaults.
+const (
+	MinDuration         = 15 * time.Second // Azure's shortest finite lease
+	MaxDuration         = 60 * time.Second // Azure's longest finite lease
+	DefaultDuration     = 15 * time.Second
+	DefaultPollInterval = 2 * time.Second
+
+	// killMargin: the child must be dead 1 s before the lease could pass
+	// on, and SIGKILL gets 500 ms to take effect.
+	killMargin = 1500 * time.Millisecond
+	// minRetryWindow: the time between the first renewal and StopAt must
+	// leave room for retries.
+	minRetryWindow  = time.Second
+	minPollInterval = 100 * time.Millisecond
+	maxIdentityLen  = 256
+)
+
+// Config is how an Elector acquires and keeps the lease.
+type Config struct {
+	// Duration is the lease duration: whole seconds from 15s to 60s; 0
+	// means 15s. Infinite leases are refused.
+	Duration time.Duration
+	// RenewInterval is how often the keeper renews: more than 0 and at
+	// most Duration/2; 0 means Duration/3.
+	RenewInterval time.Duration
+	// KillGrace is the child's grace between the stop signal and SIGKILL.
+	// The keeper's StopBudget is min(KillGrace, Duration/3).
+	KillGrace time.Duration
+	// PollInterval is how often a waiting follower reads the blob, ±20 %
+	// jitter; 0 means 2s.
+	PollInterval time.Duration
+	// Identity names this holder in the metadata: printable ASCII, at most
+	// 256 characters. Version is written as leaderrunversion.
+	Identity, Version string
+	Logger            hclog.Logger
+}
+
+// StopBudget is the time between the stop signal and SIGKILL when the
+// keeper loses the lease: min(KillGrace, Duration/3). Valid after NewElector.
+func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
+
+// withDefaults checks cfg and fills its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Duration == 0 {
+		cfg.Duration = DefaultDuration
+	}
+	d := cfg.Duration
+	if d < MinDuration || d > MaxDuration || d%time.Second != 0 {
+		return cfg, configErr("lease duration", "%s: want whole seconds from 15s to 60s (infinite leases are refused)", d)
+	}
+	if cfg.RenewInterval == 0 {
+		cfg.RenewInterval = d / 3
+	}
+	if cfg.RenewInterval < time.Second || cfg.RenewInterval > d/2 {
+		return cfg, configErr("renew interval", "%s: want at least 1s and at most half the lease duration (%s)", cfg.RenewInterval, d/2)
+	}
+	if cfg.KillGrace < 0 {
+		return cfg, configErr("kill grace", "%s: must not be negative", cfg.KillGrace)
+	}
+	if window := d - killMargin - cfg.StopBudget() - cfg.RenewInterval; window < minRetryWindow {
+		return cfg, configErr("renew interval", "%s leaves %s for retries before the stop deadline: want at least %s", cfg.RenewInterval, window, minRetryWindow)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.PollInterval < minPollInterval {
+		return cfg, configErr("poll interval", "%s: want at least %s", cfg.PollInterval, minPollInterval)
+	}
+	if err := checkHeaderValue("identity", cfg.Identity, maxIdentityLen); err != nil {
+		return cfg, err
+	}
+	if cfg.Version == "" {
+		cfg.Version = "unknown"
+	}
+	if err := checkHeaderValue("version", cfg.Version, 64); err != nil {
+		return cfg, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return cfg, nil
+}
+
+// checkHeaderValue: metadata travels in HTTP headers.
+func checkHeaderValue(field, v string, maxLen int) error {
+	if v == "" {
+		return configErr(field, "empty")
+	}
+	if len(v) > maxLen {
+		return configErr(field, "longer than %d characters", maxLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return configErr(field, "%s: only printable ASCII is allowed", strconv.Quote(v))
+		}
+	}
+	if v[0] == ' ' || v[len(v)-1] == ' ' {
+		return configErr(field, "%q: leading or trailing spaces are not allowed", v)
+	}
+	return nil
+}

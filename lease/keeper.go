@@ -1,0 +1,217 @@
+// keeper.go: the keeper, which renews a held Lease and closes Lost when the
+// lease can no longer be trusted (the safety rule in the package
+// documentation), with the deadlines it enforces.
+
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A renew request is bounded by a third of the time between a scheduled
+// renewal and the stop deadline, within these limits, so that a request
+// that hangs leaves room for at least two more tries (1.17 s for the
+// default 15 s lease).
+const (
+	minRenewTry = 1 * time.Second
+	maxRenewTry = 3 * time.Second
+)
+
+// deadlines returns, for the current t_ok, when the stop signal must go
+// (stopAt) and when SIGKILL must go (killAt).
+func (l *Lease) deadlines() (stopAt, killAt time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadlinesLocked()
+}
+
+func (l *Lease) deadlinesLocked() (stopAt, killAt time.Time) {
+	killAt = l.tOK.Add(l.Duration - killMargin)
+	return killAt.Add(-l.StopBudget), killAt
+}
+
+// renewTry bounds one renew request: a third of the window between a
+// scheduled renewal and the stop deadline, kept within minRenewTry and
+// maxRenewTry.
+func (l *Lease) renewTry() time.Duration {
+	window := l.Duration - killMargin - l.StopBudget - l.renewInterval
+	return min(max(window/3, minRenewTry), maxRenewTry)
+}
+
+func (l *Lease) stopAt() time.Time { s, _ := l.deadlines(); return s }
+
+// Lost is closed by the keeper when leadership is lost: no renewal
+// succeeded in time, or the service said the lease is gone. It is final.
+// It is never closed after Release was called.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// LostErr says why and when to stop the child; nil until Lost is closed.
+func (l *Lease) LostErr() *LostError {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// RenewedAt receives the time of each successful renewal when the receiver
+// keeps up (sends never block; a slow receiver misses values). For the
+// systemd watchdog.
+func (l *Lease) RenewedAt() <-chan time.Time { return l.renewedAt }
+
+// KillBy is the current kill deadline, t_ok + Duration − 1.5 s: the moment
+// by which the child must be dead if no renewal succeeds from now on. It
+// moves forward with every successful renewal, never back.
+func (l *Lease) KillBy() time.Time {
+	_, killAt := l.deadlines()
+	return killAt
+}
+
+// Keep starts the keeper, which renews the lease every RenewInterval and
+// enforces the safety rule (see the package documentation), and returns at
+// once. Calling it again does nothing.
+//
+// Each renewal request carries a deadline that ends before StopAt: a third
+// of the time between a scheduled renewal and StopAt, from 1 s to 3 s
+// (1.17 s for the default 15 s lease); failures other than "the lease is gone" are retried with backoff
+// (200 ms doubling to 2 s, jittered) until StopAt. Lost then closes with
+// StopAt = t_ok + Duration − 1.5 s − StopBudget and KillBy = t_ok + Duration
+// − 1.5 s. A renewal answered 409, 412 or 404 closes Lost at once, with
+// StopAt = now and KillBy = min(t_ok + Duration − 1.5 s, now + StopBudget).
+// On waking after the process was frozen past KillBy, StopAt = KillBy = now.
+//
+// ctx must outlive the child: when it ends, renewals stop and Lost closes at
+// once, because nothing keeps the lease any more. Release stops the keeper
+// without closing Lost.
+func (l *Lease) Keep(ctx context.Context) {
+	l.keepOnce.Do(func() {
+		kctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		l.mu.Lock()
+		if l.releasing {
+			l.mu.Unlock()
+			cancel()
+			return
+		}
+		l.stopKeeper, l.keeperDone = cancel, done
+		l.mu.Unlock()
+		go l.keep(kctx, done)
+	})
+}
+
+// keep is the keeper loop. It checks the deadlines against time.Now() on
+// every wake, so that a timer that fired late (a frozen process) cannot
+// hide a passed deadline.
+func (l *Lease) keep(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var lastErr *StorageError
+	failures := 0
+	l.mu.Lock()
+	next := l.tOK.Add(l.renewInterval)
+	l.mu.Unlock()
+	for {
+		now := time.Now()
+		stopAt, killAt := l.deadlines()
+		switch {
+		case !now.Before(killAt):
+			l.lose(now, now, deadlineReason(lastErr, true))
+			return
+		case !now.Before(stopAt):
+			l.lose(stopAt, killAt, deadlineReason(lastErr, false))
+			return
+		}
+		if now.Before(next) {
+			if !sleepUntil(ctx, minTime(next, stopAt)) {
+				l.stopped(ctx)
+				return
+			}
+			continue
+		}
+
+		sent := time.Now()
+		rctx, cancel := context.WithDeadline(ctx, minTime(sent.Add(l.renewTry()), stopAt))
+		date, err := l.c.renew(rctx, l.ID)
+		cancel()
+		if err == nil {
+			l.renewed(sent, date)
+			failures, lastErr = 0, nil
+			next = sent.Add(l.renewInterval)
+			continue
+		}
+		if ctx.Err() != nil {
+			l.stopped(ctx)
+			return
+		}
+		se := asStorageError(err)
+		if se.leaseGone() {
+			now := time.Now()
+			_, killAt := l.deadlines()
+			l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))), fmt.Errorf("the service says the lease is gone: %w", se))
+			return
+		}
+		failures++
+		lastErr = se
+		delay := backoff(failures)
+		next = time.Now().Add(delay)
+		l.log.Warn("lease renewal failed", "error", se, "attempt", failures,
+			"stop_in", time.Until(stopAt).Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond))
+	}
+}
+
+// renewed moves t_ok forward to the renewal's send time (never beyond it:
+// the answer may come late, the lease counts from the request).
+func (l *Lease) renewed(sent, date time.Time) {
+	l.mu.Lock()
+	if sent.After(l.tOK) {
+		l.tOK = sent
+	}
+	if !date.IsZero() {
+		l.date, l.dateAt = date, time.Now()
+	}
+	l.mu.Unlock()
+	l.log.Trace("renewed lease", "term", l.Term)
+	select {
+	case l.renewedAt <- time.Now():
+	default:
+	}
+}
+
+// stopped handles the keeper's ctx ending: quietly for Release, as a loss
+// otherwise.
+func (l *Lease) stopped(ctx context.Context) {
+	l.mu.Lock()
+	releasing := l.releasing
+	l.mu.Unlock()
+	if releasing {
+		return
+	}
+	now := time.Now()
+	_, killAt := l.deadlines()
+	l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))),
+		fmt.Errorf("the keeper was stopped, nothing renews the lease: %w", context.Cause(ctx)))
+}
+
+// lose closes Lost, once.
+func (l *Lease) lose(stopAt, killBy time.Time, reason error) {
+	l.mu.Lock()
+	if l.lostErr != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.lostErr = &LostError{Reason: reason, StopAt: stopAt, KillBy: killBy}
+	l.mu.Unlock()
+	close(l.lost)
+	l.log.Warn("lease lost", "reason", reason, "term", l.Term,
+		"stop_in", time.Until(stopAt).Round(time.Millisecond), "kill_in", time.Until(killBy).Round(time.Millisecond))
+}
+
+func deadlineReason(last *StorageError, frozen bool) error {
+	switch {
+	case frozen && last == nil:
+		return errors.New("the renewal deadline passed without a renewal attempt (was the process frozen?)")
+	case last == nil:
+		return errors.New("no renewal succeeded before the stop deadline")
+	}
+	return fmt.Errorf("no renewal succeeded before the stop deadline: %w", last)
+}
