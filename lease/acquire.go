@@ -31,8 +31,7 @@ type attempt struct {
 	unsure bool
 
 	reqStart  time.Time   // when the latest request was sent
-	failSince time.Time   // when the first request of the current run of failures was sent
-	failures  int         // failures in that run
+	failures  failureRun  // the storage failures in a row, since the latest success
 	seen      *Properties // the latest held state read
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
@@ -232,22 +231,18 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 		return se
 	}
 	now := time.Now()
-	if a.failSince.IsZero() {
-		a.failSince = a.reqStart
-	}
-	a.failures++
+	delay := a.failures.add(a.reqStart)
 	if a.expired() && a.seen != nil {
 		return heldError(a.seen) // the wait is over; the last thing known is a holder
 	}
-	if now.Sub(a.failSince) >= giveUpAfter || a.expired() {
+	if now.Sub(a.failures.since) >= giveUpAfter || a.expired() {
 		return se
 	}
-	delay := backoff(a.failures)
 	a.e.log.Warn("storage request failed, retrying", "error", se, "retry_in", delay)
 	return a.sleep(ctx, delay)
 }
 
-func (a *attempt) succeeded() { a.failSince, a.failures = time.Time{}, 0 }
+func (a *attempt) succeeded() { a.failures.reset() }
 
 func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
 
@@ -259,14 +254,10 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if waitFor(ctx.Done(), d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // notify tells OnWait when the wait starts and when the holder changes.

@@ -45,21 +45,12 @@ func (r *pendingRead) wait() *Properties {
 	return r.p
 }
 
-// waitUntil is wait, giving up at t (nil then).
-func (r *pendingRead) waitUntil(t time.Time) *Properties {
-	select {
-	case <-r.done:
+// waitFor is wait, giving up after d (nil then).
+func (r *pendingRead) waitFor(d time.Duration) *Properties {
+	if waitFor(r.done, d) {
 		return r.p
-	default:
 	}
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-r.done:
-		return r.p
-	case <-timer.C:
-		return nil
-	}
+	return nil
 }
 
 // abandon cancels the read if it is still in flight and waits for its
@@ -81,7 +72,7 @@ func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() {
 		return nil
 	}
-	p := pr.waitUntil(time.Now().Add(max(time.Since(sent), minReadGrace)))
+	p := pr.waitFor(max(time.Since(sent), minReadGrace))
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}

@@ -105,8 +105,10 @@ func (l *Lease) Keep(ctx context.Context) {
 // hide a passed deadline.
 func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	var lastErr *StorageError
-	failures := 0
+	var (
+		lastErr  *StorageError
+		failures failureRun
+	)
 	l.mu.Lock()
 	next := l.tOK.Add(l.renewInterval)
 	l.mu.Unlock()
@@ -122,7 +124,7 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 			return
 		}
 		if now.Before(next) {
-			if !sleepUntil(ctx, minTime(next, stopAt)) {
+			if waitFor(ctx.Done(), time.Until(minTime(next, stopAt))) {
 				l.stopped(ctx)
 				return
 			}
@@ -135,7 +137,8 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 		cancel()
 		if err == nil {
 			l.renewed(sent, date)
-			failures, lastErr = 0, nil
+			failures.reset()
+			lastErr = nil
 			next = sent.Add(l.renewInterval)
 			continue
 		}
@@ -145,16 +148,13 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 		}
 		se := asStorageError(err)
 		if se.leaseGone() {
-			now := time.Now()
-			_, killAt := l.deadlines()
-			l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))), fmt.Errorf("the service says the lease is gone: %w", se))
+			l.loseNow(fmt.Errorf("the service says the lease is gone: %w", se))
 			return
 		}
-		failures++
 		lastErr = se
-		delay := backoff(failures)
+		delay := failures.add(sent)
 		next = time.Now().Add(delay)
-		l.log.Warn("lease renewal failed", "error", se, "attempt", failures,
+		l.log.Warn("lease renewal failed", "error", se, "attempt", failures.n,
 			"stop_in", time.Until(stopAt).Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond))
 	}
 }
@@ -186,10 +186,16 @@ func (l *Lease) stopped(ctx context.Context) {
 	if releasing {
 		return
 	}
+	l.loseNow(fmt.Errorf("the keeper was stopped, nothing renews the lease: %w", context.Cause(ctx)))
+}
+
+// loseNow closes Lost for a lease gone now: the stop signal at once, and
+// SIGKILL after the stop budget at the latest, never after the current kill
+// deadline (nor before now).
+func (l *Lease) loseNow(reason error) {
 	now := time.Now()
 	_, killAt := l.deadlines()
-	l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))),
-		fmt.Errorf("the keeper was stopped, nothing renews the lease: %w", context.Cause(ctx)))
+	l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))), reason)
 }
 
 // lose closes Lost, once.

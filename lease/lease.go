@@ -141,13 +141,10 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	edit(md)
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	for n := 1; ; n++ {
+	err := retryTransient(rctx, func() error {
 		date, err := l.c.setMetadata(rctx, l.ID, "", md)
 		if err == nil {
 			l.sawDate(date)
-			l.mu.Lock()
-			l.meta = md
-			l.mu.Unlock()
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -155,17 +152,15 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 		}
 		se := asStorageError(err)
 		se.Op = op
-		if !se.Transient() || rctx.Err() != nil {
-			return se
-		}
-		t := time.NewTimer(backoff(n))
-		select {
-		case <-rctx.Done():
-			t.Stop()
-			return se
-		case <-t.C:
-		}
+		return se
+	})
+	if err != nil {
+		return err
 	}
+	l.mu.Lock()
+	l.meta = md
+	l.mu.Unlock()
+	return nil
 }
 
 // Release stops the keeper, then releases the lease with a fresh context of
@@ -189,7 +184,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	for n := 1; ; n++ {
+	return retryTransient(rctx, func() error {
 		err := l.c.release(rctx, l.ID)
 		se := asStorageError(err)
 		switch {
@@ -199,15 +194,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		case se.leaseGone():
 			l.log.Debug("lease already gone at release", "code", se.Code)
 			return nil
-		case !se.Transient() || rctx.Err() != nil:
-			return se
 		}
-		t := time.NewTimer(backoff(n))
-		select {
-		case <-rctx.Done():
-			t.Stop()
-			return se
-		case <-t.C:
-		}
-	}
+		return se
+	})
 }

@@ -1,5 +1,9 @@
-// retry.go: how lease waits and retries: the backoff between tries, the
-// jitter, and the comparison of deadlines.
+// retry.go: how lease waits and retries, each written once: the backoff
+// between the tries of a failing request, the run of failures it counts,
+// the retry loop for one request (a metadata write, a release), and the one
+// wait that ends early when a channel closes. The acquire's poll loop
+// (acquire.go) and the keeper (keeper.go) schedule their own tries around
+// their deadlines, with the same backoff, failure run and wait.
 
 package lease
 
@@ -10,6 +14,7 @@ import (
 	"time"
 )
 
+// asStorageError returns the *StorageError in err's chain, or nil.
 func asStorageError(err error) *StorageError {
 	var se *StorageError
 	if errors.As(err, &se) {
@@ -32,6 +37,61 @@ func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
+// failureRun counts consecutive failed tries; a success ends the run
+// (reset). It is client-go's wait.Backoff.Step for callers whose loop is
+// shaped by deadlines of their own.
+type failureRun struct {
+	n     int       // failures in the run
+	since time.Time // when the run's first failed request was sent
+}
+
+// add counts a try, sent at sent, that failed, and returns how long to wait
+// before the next: backoff(n).
+func (f *failureRun) add(sent time.Time) time.Duration {
+	if f.n == 0 {
+		f.since = sent
+	}
+	f.n++
+	return backoff(f.n)
+}
+
+func (f *failureRun) reset() { *f = failureRun{} }
+
+// retryTransient calls try until it returns anything but a transient
+// *StorageError, or until ctx ends, waiting backoff(n) after the nth
+// failure, and returns try's last error. try bounds its request by ctx; ctx
+// bounds the whole, retries included.
+func retryTransient(ctx context.Context, try func() error) error {
+	var run failureRun
+	for {
+		err := try()
+		if se := asStorageError(err); se == nil || !se.Transient() || ctx.Err() != nil {
+			return err
+		}
+		if waitFor(ctx.Done(), run.add(time.Time{})) {
+			return err
+		}
+	}
+}
+
+// waitFor waits d, or less if done closes first, and reports whether done
+// closed. A done already closed wins, even over a d that has passed.
+func waitFor(done <-chan struct{}, d time.Duration) (closed bool) {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
@@ -44,16 +104,4 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// sleepUntil waits until t; false if ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
 }
