@@ -40,6 +40,9 @@ type attempt struct {
 // errHeldNow: the acquire was refused because the lease is held.
 var errHeldNow = errors.New("lease: held (acquire refused)")
 
+// run is the attempt: one optimistic acquire, then poll reads until one
+// finds the lease free, an acquire then, and so on until the lease is
+// claimed or the attempt gives up.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	var (
 		free *Properties // the latest poll read, which found the lease free
@@ -48,37 +51,15 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	read := false // the first step is one optimistic acquire
 	for {
 		if read {
-			p := next
+			var err error
+			free, err = a.poll(ctx, next)
 			next = nil
-			if p == nil {
-				rctx, cancel := a.requestCtx(ctx)
-				var err error
-				p, err = a.e.c.getProperties(rctx)
-				cancel()
-				if err != nil {
-					if err := a.failed(ctx, err); err != nil {
-						return nil, err
-					}
-					continue
-				}
+			if err != nil {
+				return nil, err
 			}
-			a.succeeded()
-			if p.State.held() {
-				a.contended = 0
-				if withinWindow(p, a.w.OncePer) {
-					return nil, skipError(p, a.w.OncePer)
-				}
-				a.seen = p
-				if a.w.NoWait || a.expired() {
-					return nil, heldError(p)
-				}
-				a.notify(p)
-				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
-					return nil, err
-				}
+			if free == nil {
 				continue
 			}
-			free = p
 		}
 		// An optimistic acquire goes with a concurrent read; a follower's
 		// acquire comes with the poll read that found the lease free.
@@ -111,7 +92,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				if a.w.NoWait || a.expired() {
 					return nil, heldError(a.seen)
 				}
-				if err := a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2)); err != nil {
+				if err := a.pollWait(ctx); err != nil {
 					return nil, err
 				}
 			}
@@ -126,6 +107,36 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			read = false // retry the acquire
 		}
 	}
+}
+
+// poll is one poll of a waiting follower: the read p if one was already
+// made, else a read of its own. It returns the read if it found the lease
+// free; nil to poll again (after a failure's backoff, or a poll interval
+// while the lease is held); an error to give up with.
+func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) {
+	if p == nil {
+		rctx, cancel := a.requestCtx(ctx)
+		var err error
+		p, err = a.e.c.getProperties(rctx)
+		cancel()
+		if err != nil {
+			return nil, a.failed(ctx, err)
+		}
+	}
+	a.succeeded()
+	if !p.State.held() {
+		return p, nil
+	}
+	a.contended = 0
+	if withinWindow(p, a.w.OncePer) {
+		return nil, skipError(p, a.w.OncePer)
+	}
+	a.seen = p
+	if a.w.NoWait || a.expired() {
+		return nil, heldError(p)
+	}
+	a.notify(p)
+	return nil, a.pollWait(ctx)
 }
 
 // try sends one acquire (creating the container and blob if missing) and,
@@ -245,6 +256,11 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 func (a *attempt) succeeded() { a.failures.reset() }
 
 func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
+
+// pollWait waits one poll interval: PollInterval ±20 %, as sleep does.
+func (a *attempt) pollWait(ctx context.Context) error {
+	return a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2))
+}
 
 // sleep waits d, or until the wait's deadline, or until ctx ends.
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
