@@ -37,10 +37,11 @@ type Config struct {
 	// most Duration/2; 0 means Duration/3.
 	RenewInterval time.Duration
 	// KillGrace is the child's grace between the stop signal and SIGKILL.
-	// The keeper's StopBudget is min(KillGrace, Duration/3).
+	// When the lease is lost there is less time: the grace is then
+	// StopBudget, KillGrace capped at Duration/3.
 	KillGrace time.Duration
-	// PollInterval is how often a waiting follower reads the blob, ±20 %
-	// jitter; 0 means 2s.
+	// PollInterval is how often a waiting follower reads the blob's
+	// properties, ±20 % jitter; 0 means 2s.
 	PollInterval time.Duration
 	// Identity names this holder in the metadata: printable ASCII, at most
 	// 256 characters. Version is written as leaderrunversion.
@@ -49,7 +50,11 @@ type Config struct {
 }
 
 // StopBudget is the time between the stop signal and SIGKILL when the
-// keeper loses the lease: min(KillGrace, Duration/3). Valid after NewElector.
+// keeper loses the lease: KillGrace, capped here at Duration/3 (5 s for a
+// 15 s lease), so that the stop signal, the grace and SIGKILL fit before the
+// lease can pass to another holder. The cap applies to a lost lease only: a
+// caller that stops its child for another reason, while the keeper still
+// renews, may give it the whole KillGrace. Valid after NewElector.
 func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
 
 // withDefaults checks cfg and fills its defaults.

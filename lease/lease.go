@@ -31,7 +31,9 @@ type Lease struct {
 	Identity   string        // this holder (LEADERRUN_IDENTITY)
 	AcquiredAt time.Time     // when the term began, by the service's clock
 	Duration   time.Duration // the lease duration
-	StopBudget time.Duration // min(KillGrace, Duration/3)
+	// StopBudget is the grace after the stop signal once Lost closes:
+	// KillGrace capped at Duration/3 (see Config.StopBudget).
+	StopBudget time.Duration
 
 	c             *Client
 	renewInterval time.Duration

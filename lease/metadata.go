@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// The blob's metadata keys (SPEC §5). Azure metadata names are
-// case-insensitive; leaderrun reads them lowercased and writes every key,
-// foreign ones included, lowercased.
+// The blob's metadata keys: what leaderrun records on the lease blob, written
+// only while holding the lease (docs/design.md describes each). Azure
+// metadata names are case-insensitive; leaderrun reads them lowercased and
+// writes every key, foreign ones included, lowercased.
 const (
 	mdHolder        = "holder"
 	mdTerm          = "term"
