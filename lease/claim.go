@@ -12,73 +12,6 @@ import (
 	"time"
 )
 
-// pendingRead is a Get Blob Properties sent alongside an acquire, or a
-// read already made.
-type pendingRead struct {
-	done   chan struct{} // closed when p is set
-	p      *Properties   // nil if the read failed
-	cancel context.CancelFunc
-}
-
-// startRead sends a read on its own goroutine, bounded like any request of
-// the attempt.
-func (a *attempt) startRead(ctx context.Context) *pendingRead {
-	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pendingRead{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(r.done)
-		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
-	}()
-	return r
-}
-
-// readDone wraps a read already made (nil: none).
-func readDone(p *Properties) *pendingRead {
-	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
-	close(r.done)
-	return r
-}
-
-// wait returns the read, once it has answered; nil if it failed.
-func (r *pendingRead) wait() *Properties {
-	<-r.done
-	return r.p
-}
-
-// waitFor is wait, giving up after d (nil then).
-func (r *pendingRead) waitFor(d time.Duration) *Properties {
-	if waitFor(r.done, d) {
-		return r.p
-	}
-	return nil
-}
-
-// abandon cancels the read if it is still in flight and waits for its
-// goroutine to end. Safe more than once.
-func (r *pendingRead) abandon() {
-	r.cancel()
-	<-r.done
-}
-
-// minReadGrace: how long past the acquire's answer try waits at least for
-// the read sent with it (see reusable).
-const minReadGrace = 100 * time.Millisecond
-
-// reusable returns pr's read if it shows the blob exactly as the acquire
-// answered, ans: same ETag. A read still in flight is waited for as long
-// again as the acquire took (at least minReadGrace), then left for a read
-// of the claim's own. nil: not reusable.
-func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
-	if ans.ETag == "" || ans.Date.IsZero() {
-		return nil
-	}
-	p := pr.waitFor(max(time.Since(sent), minReadGrace))
-	if p == nil || !p.Exists || p.etag != ans.ETag {
-		return nil
-	}
-	return p
-}
-
 // claim checks once-per on the metadata of a just-acquired lease and writes
 // holder and the new term, stored term + 1 (keeping every other key). Its
 // requests end before the lease's stop deadline: a lease is never handed
@@ -165,4 +98,71 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		l.sawDate(date)
 		return nil
 	}
+}
+
+// minReadGrace: how long past the acquire's answer try waits at least for
+// the read sent with it (see reusable).
+const minReadGrace = 100 * time.Millisecond
+
+// reusable returns pr's read if it shows the blob exactly as the acquire
+// answered, ans: same ETag. A read still in flight is waited for as long
+// again as the acquire took (at least minReadGrace), then left for a read
+// of the claim's own. nil: not reusable.
+func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
+	if ans.ETag == "" || ans.Date.IsZero() {
+		return nil
+	}
+	p := pr.waitFor(max(time.Since(sent), minReadGrace))
+	if p == nil || !p.Exists || p.etag != ans.ETag {
+		return nil
+	}
+	return p
+}
+
+// pendingRead is a Get Blob Properties sent alongside an acquire, or a
+// read already made.
+type pendingRead struct {
+	done   chan struct{} // closed when p is set
+	p      *Properties   // nil if the read failed
+	cancel context.CancelFunc
+}
+
+// startRead sends a read on its own goroutine, bounded like any request of
+// the attempt.
+func (a *attempt) startRead(ctx context.Context) *pendingRead {
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	r := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(r.done)
+		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
+	}()
+	return r
+}
+
+// readDone wraps a read already made (nil: none).
+func readDone(p *Properties) *pendingRead {
+	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
+	close(r.done)
+	return r
+}
+
+// wait returns the read, once it has answered; nil if it failed.
+func (r *pendingRead) wait() *Properties {
+	<-r.done
+	return r.p
+}
+
+// waitFor is wait, giving up after d (nil then).
+func (r *pendingRead) waitFor(d time.Duration) *Properties {
+	if waitFor(r.done, d) {
+		return r.p
+	}
+	return nil
+}
+
+// abandon cancels the read if it is still in flight and waits for its
+// goroutine to end. Safe more than once.
+func (r *pendingRead) abandon() {
+	r.cancel()
+	<-r.done
 }

@@ -11,38 +11,6 @@ import (
 	"time"
 )
 
-// A renew request is bounded by a third of the time between a scheduled
-// renewal and the stop deadline, within these limits, so that a request
-// that hangs leaves room for at least two more tries (1.17 s for the
-// default 15 s lease).
-const (
-	minRenewTry = 1 * time.Second
-	maxRenewTry = 3 * time.Second
-)
-
-// deadlines returns, for the current t_ok, when the stop signal must go
-// (stopAt) and when SIGKILL must go (killAt).
-func (l *Lease) deadlines() (stopAt, killAt time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadlinesLocked()
-}
-
-func (l *Lease) deadlinesLocked() (stopAt, killAt time.Time) {
-	killAt = l.tOK.Add(l.Duration - killMargin)
-	return killAt.Add(-l.StopBudget), killAt
-}
-
-// renewTry bounds one renew request: a third of the window between a
-// scheduled renewal and the stop deadline, kept within minRenewTry and
-// maxRenewTry.
-func (l *Lease) renewTry() time.Duration {
-	window := l.Duration - killMargin - l.StopBudget - l.renewInterval
-	return min(max(window/3, minRenewTry), maxRenewTry)
-}
-
-func (l *Lease) stopAt() time.Time { s, _ := l.deadlines(); return s }
-
 // Lost is closed by the keeper when leadership is lost: no renewal
 // succeeded in time, or the service said the lease is gone. It is final.
 // It is never closed after Release was called.
@@ -212,6 +180,9 @@ func (l *Lease) lose(stopAt, killBy time.Time, reason error) {
 		"stop_in", time.Until(stopAt).Round(time.Millisecond), "kill_in", time.Until(killBy).Round(time.Millisecond))
 }
 
+// deadlineReason says why a deadline passed without a renewal: last is
+// the latest renewal's failure (nil: none failed), frozen that the kill
+// deadline passed too.
 func deadlineReason(last *StorageError, frozen bool) error {
 	switch {
 	case frozen && last == nil:
@@ -220,4 +191,33 @@ func deadlineReason(last *StorageError, frozen bool) error {
 		return errors.New("no renewal succeeded before the stop deadline")
 	}
 	return fmt.Errorf("no renewal succeeded before the stop deadline: %w", last)
+}
+
+// deadlines returns, for the current t_ok, when the stop signal must go
+// (stopAt) and when SIGKILL must go (killAt).
+func (l *Lease) deadlines() (stopAt, killAt time.Time) {
+	l.mu.Lock()
+	tOK := l.tOK
+	l.mu.Unlock()
+	killAt = tOK.Add(l.Duration - killMargin)
+	return killAt.Add(-l.StopBudget), killAt
+}
+
+func (l *Lease) stopAt() time.Time { s, _ := l.deadlines(); return s }
+
+// A renew request is bounded by a third of the time between a scheduled
+// renewal and the stop deadline, within these limits, so that a request
+// that hangs leaves room for at least two more tries (1.17 s for the
+// default 15 s lease).
+const (
+	minRenewTry = 1 * time.Second
+	maxRenewTry = 3 * time.Second
+)
+
+// renewTry bounds one renew request: a third of the window between a
+// scheduled renewal and the stop deadline, kept within minRenewTry and
+// maxRenewTry.
+func (l *Lease) renewTry() time.Duration {
+	window := l.Duration - killMargin - l.StopBudget - l.renewInterval
+	return min(max(window/3, minRenewTry), maxRenewTry)
 }
