@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+var listNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func listStamp(d time.Duration) string { return listNow.Add(-d).Format(time.RFC3339) }
+
+func listURL(blob string) string { return "https://acct.blob.core.windows.net/leaderrun/" + blob }
+
+// listFixture is one listing with every kind of blob; metadata keys come
+// back capitalised from the service.
+func listFixture() []listedBlob {
+	return []listedBlob{
+		{Name: "patch/2026-11~done/vm-2"},
+		{Name: "cron/report", State: lease.StateLeased, Metadata: map[string]string{
+			"Holder": "vm-2", "Term": "43", "Acquiredat": listStamp(2 * time.Minute),
+			"Lastrunholder": "vm-2", "Lastrunterm": "43", "Lastrunstart": listStamp(2 * time.Minute),
+			"History0": "42," + unixText(listNow.Add(-10*time.Minute)) + "," + unixText(listNow.Add(-5*time.Minute)) + ",0,vm-3",
+		}},
+		{Name: "deploy/migrate", State: lease.StateAvailable, Metadata: map[string]string{
+			"Holder": strings.Repeat("h", 50), "Term": "7", "Acquiredat": listStamp(3 * time.Hour),
+			"Lastrunholder": strings.Repeat("h", 50), "Lastrunterm": "7", "Lastrunstart": listStamp(3 * time.Hour),
+		}},
+		{Name: "patch/2026-11", State: lease.StateLeased, Metadata: map[string]string{
+			"holder": "vm-1", "term": "3", "acquiredat": listStamp(90 * time.Second), "slots": "3",
+			"lastrunholder": "vm-1", "lastrunterm": "3", "lastrunstart": listStamp(90 * time.Second),
+		}},
+		{Name: "patch/2026-11~slot-1", State: lease.StateExpired, Metadata: map[string]string{
+			"holder": "vm-3", "term": "2", "acquiredat": listStamp(50 * time.Hour),
+			"lastrunholder": "vm-3", "lastrunterm": "2", "lastrunstart": listStamp(50 * time.Hour),
+			"lastrunend": listStamp(49 * time.Hour), "lastexit": "1",
+		}},
+		{Name: "patch/2026-11~done/vm-1"},
+		{Name: "maint~pause", Metadata: map[string]string{"Reason": "db upgrade", "Since": listStamp(time.Minute), "Until": listNow.Add(time.Hour).Format(time.RFC3339)}},
+		{Name: "old~pause", Metadata: map[string]string{"until": listStamp(time.Second)}},
+		{Name: "old", State: lease.StateAvailable},
+		{Name: "stray~thing"},
+	}
+}
+
+func unixText(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+func TestListGroup(t *testing.T) {
+	got := groupListing(listFixture(), listNow, listURL)
+	var names []string
+	for _, l := range got {
+		names = append(names, l.Name)
+	}
+	if want := "cron/report deploy/migrate maint old patch/2026-11"; strings.Join(names, " ") != want {
+		t.Fatalf("leases = %q, want %q (sorted; markers grouped; a foreign NAME~thing left out)", strings.Join(names, " "), want)
+	}
+	patch := got[4]
+	if len(patch.Slots) != 2 || patch.Slots[0].Slot != 0 || patch.Slots[1].Slot != 1 || patch.SlotCount != 3 {
+		t.Errorf("patch slots = %+v (count %d), want slots 0 and 1 of 3", patch.Slots, patch.SlotCount)
+	}
+	if strings.Join(patch.DoneHosts, ",") != "vm-1,vm-2" {
+		t.Errorf("done hosts = %v, want [vm-1 vm-2]", patch.DoneHosts)
+	}
+	if maint := got[2]; len(maint.Slots) != 0 || maint.Pause == nil || maint.Pause.Reason != "db upgrade" {
+		t.Errorf("maint = %+v, want a pause and no slot", maint)
+	}
+}
+
+func TestListText(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeListText(&b, groupListing(listFixture(), listNow, listURL), listNow); err != nil {
+		t.Fatal(err)
+	}
+	want := `LEASE           STATE       HOLDER                                    TERM  SINCE   LAST RUN                                                                    NOTES
+cron/report     leased      vm-2                                      43    2m ago  exit 0, 5m ago on vm-3                                                      -
+deploy/migrate  available   hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh...  7     3h ago  lost its lease, started 3h ago on hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh...  -
+maint           never held  -                                         -     -       -                                                                           PAUSED until 2026-11-23T13:00:00Z: db upgrade
+old             available   -                                         -     -       -                                                                           -
+patch/2026-11   1/3 leased  -                                         -     -       -                                                                           2 hosts done
+  slot 0        leased      vm-1                                      3     1m ago  -
+  slot 1        expired     vm-3                                      2     2d ago  exit 1, 2d ago on vm-3
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestListJSON(t *testing.T) {
+	leases := groupListing(listFixture(), listNow, listURL)
+	var b bytes.Buffer
+	if err := writeJSON(&b, listJSON(leases, listNow, listURL)); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("%v in %s", err, b.String())
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d leases, want 5: %s", len(got), b.String())
+	}
+	byName := map[string]map[string]any{}
+	for _, l := range got {
+		byName[l["lease"].(string)] = l
+		for _, k := range []string{"url", "state", "holder", "term", "acquiredAt", "lastRun", "pause"} {
+			if _, ok := l[k]; !ok {
+				t.Errorf("lease %v lacks %q", l["lease"], k)
+			}
+		}
+	}
+	cron := byName["cron/report"]
+	if cron["url"] != listURL("cron/report") || cron["state"] != "leased" || cron["term"] != 43.0 || cron["pause"] != nil {
+		t.Errorf("cron/report = %v", cron)
+	}
+	if _, has := cron["slots"]; has {
+		t.Errorf("a lease of one slot has no slots array: %v", cron)
+	}
+	maint := byName["maint"]
+	if maint["state"] != "absent" || maint["url"] != listURL("maint") {
+		t.Errorf("a lease known only from its pause marker = %v, want state absent at its own URL", maint)
+	}
+	pause, _ := maint["pause"].(map[string]any)
+	if pause["reason"] != "db upgrade" || pause["until"] != "2026-11-23T13:00:00Z" || pause["since"] != "2026-11-23T11:59:00Z" {
+		t.Errorf("maint pause = %v", maint["pause"])
+	}
+	if byName["old"]["pause"] != nil {
+		t.Errorf("a pause that ran out shows as %v, want null", byName["old"]["pause"])
+	}
+	patch := byName["patch/2026-11"]
+	slots, _ := patch["slots"].([]any)
+	if len(slots) != 2 {
+		t.Fatalf("patch slots = %v, want 2", patch["slots"])
+	}
+	s1 := slots[1].(map[string]any)
+	if s1["slot"] != 1.0 || s1["url"] != listURL("patch/2026-11~slot-1") || s1["state"] != "expired" || s1["holder"] != "vm-3" {
+		t.Errorf("slot 1 = %v", s1)
+	}
+	if lr, _ := s1["lastRun"].(map[string]any); lr["exitCode"] != 1.0 {
+		t.Errorf("slot 1 lastRun = %v", s1["lastRun"])
+	}
+	if hosts, _ := patch["doneHosts"].([]any); len(hosts) != 2 || hosts[0] != "vm-1" {
+		t.Errorf("doneHosts = %v", patch["doneHosts"])
+	}
+
+	b.Reset()
+	if err := writeJSON(&b, listJSON(nil, listNow, listURL)); err != nil || strings.TrimSpace(b.String()) != "[]" {
+		t.Errorf("an empty listing prints %q, want []", b.String())
+	}
+}
+
+func TestListShortAgo(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s ago", 59 * time.Second: "59s ago", time.Minute: "1m ago", 59*time.Minute + 59*time.Second: "59m ago",
+		47 * time.Hour: "47h ago", 48 * time.Hour: "2d ago",
+	} {
+		if got := shortAgo(listNow.Add(-d), listNow); got != want {
+			t.Errorf("shortAgo(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

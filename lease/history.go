@@ -1,0 +1,330 @@
+// The run history a lease blob keeps in its own metadata, and the last run
+// that succeeded.
+//
+// History costs no request of its own: it is rewritten in the metadata
+// writes a run already makes, the claim's at acquire ([startRun]) and the
+// end-of-run write ([recordRunEnd]). Each run is one key, newest first:
+//
+//	history0 = "TERM,START,END,EXIT,HOLDER"   e.g. "43,1795000000,1795000192,1,vm-2"
+//
+// START and END are Unix seconds of the service's clock; END and EXIT are
+// empty when unknown (a run whose holder lost the lease, or died, before it
+// could record its end: the next claim finds lastrunstart without lastrunend
+// and archives that run so). HOLDER comes last so that it needs no escaping.
+//
+// # Size
+//
+// Azure allows 8 KB (8192 bytes) of metadata per blob, names and values
+// together. The largest values leaderrun writes: holders 256 characters
+// (holder, lastrunholder, lastsuccessholder: 262 + 269 + 273 bytes with their
+// names), terms 19 digits (term, lastrunterm, lastsuccessterm: 23 + 30 + 34),
+// times 20 (acquiredat, lastrunstart, lastrunend, lastsuccessend: 30 + 32 +
+// 30 + 34), leaseduration 15, lastexit 11, leaderrunversion 80 (64
+// characters), slots 7: 1130 bytes. A history entry is at most 151 bytes
+// (name 9, term 19, two times of 10, exit 3, holder 96, four commas), so the
+// HistoryLen = 20 entries take at most 3010 and everything at most 4140
+// bytes, leaving 4052 for keys that others add. 26 entries would still fit
+// within a 3 KB reserve; 20 is what leaderrun keeps. Holders longer than 96
+// characters are cut in history entries (the first 93 and "..."); the
+// lastrun and lastsuccess keys keep them whole. Should foreign keys crowd the
+// metadata anyway, [pushRun] drops the oldest entries until it fits.
+package lease
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The metadata keys of the history and of the last success.
+const (
+	mdLastRunTerm       = "lastrunterm"       // term of the run in lastrunstart
+	mdLastSuccessEnd    = "lastsuccessend"    // RFC 3339, service time
+	mdLastSuccessHolder = "lastsuccessholder" // whole identity
+	mdLastSuccessTerm   = "lastsuccessterm"   // decimal
+	mdHistoryPrefix     = "history"           // history0 (newest) … history19
+)
+
+const (
+	// HistoryLen is how many runs a blob's history keeps.
+	HistoryLen = 20
+	// MaxMetadataSize is Azure's limit on a blob's metadata, names and
+	// values together.
+	MaxMetadataSize = 8 << 10
+	// historyHolderMax is the longest holder a history entry keeps.
+	historyHolderMax = 96
+	cutMark          = "..."
+)
+
+// Run is one run of COMMAND under a lease, in service times (one-second
+// resolution).
+type Run struct {
+	Holder   string    // who ran it; from a history entry at most 96 characters, a longer one cut ending in "..."
+	Term     int64     // the term it ran under; 0 if unknown
+	Start    time.Time // when it started; never zero in a Run read back
+	End      time.Time // when it ended; zero while running or when not recorded
+	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
+	// Running: the run has no recorded end and its holder still holds the
+	// lease. A run with no recorded end that is not Running was cut short:
+	// see Lost.
+	Running bool
+}
+
+// Lost reports whether the run's end was never recorded although it is
+// over: its holder lost the lease or died first. It counts as failed.
+func (r Run) Lost() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
+
+// Succeeded reports whether the run ended with status 0.
+func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
+
+// Failed reports whether the run ended with a non-zero status or was lost.
+func (r Run) Failed() bool { return r.Lost() || (r.ExitCode != nil && *r.ExitCode != 0) }
+
+// same reports whether a and b are the same run, as far as a history entry
+// can tell (its holder may be cut).
+func (r Run) same(o Run) bool {
+	return r.Term == o.Term && r.Start.Equal(o.Start) && historyHolder(r.Holder) == historyHolder(o.Holder)
+}
+
+// historyHolder is holder as a history entry keeps it.
+func historyHolder(holder string) string {
+	if len(holder) <= historyHolderMax {
+		return holder
+	}
+	return holder[:historyHolderMax-len(cutMark)] + cutMark
+}
+
+func historyKey(i int) string { return mdHistoryPrefix + strconv.Itoa(i) }
+
+func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
+
+func encodeRun(r Run) string {
+	var end, exit string
+	if !r.End.IsZero() {
+		end = strconv.FormatInt(r.End.Unix(), 10)
+	}
+	if validExit(r.ExitCode) {
+		exit = strconv.Itoa(*r.ExitCode)
+	}
+	return strconv.FormatInt(r.Term, 10) + "," + strconv.FormatInt(r.Start.Unix(), 10) + "," +
+		end + "," + exit + "," + historyHolder(r.Holder)
+}
+
+// decodeRun reads one history entry; ok is false for a malformed one.
+func decodeRun(v string) (r Run, ok bool) {
+	f := strings.SplitN(v, ",", 5)
+	if len(f) != 5 {
+		return Run{}, false
+	}
+	term, err := parseTerm(f[0])
+	if err != nil {
+		return Run{}, false
+	}
+	start, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || start <= 0 {
+		return Run{}, false
+	}
+	r = Run{Holder: f[4], Term: term, Start: time.Unix(start, 0).UTC()}
+	if f[2] != "" {
+		end, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || end <= 0 {
+			return Run{}, false
+		}
+		r.End = time.Unix(end, 0).UTC()
+	}
+	if f[3] != "" {
+		code, err := strconv.Atoi(f[3])
+		if err != nil || !validExit(&code) {
+			return Run{}, false
+		}
+		r.ExitCode = &code
+	}
+	return r, true
+}
+
+// ring reads the history entries, newest first, skipping malformed ones.
+func ring(md map[string]string) []Run {
+	var runs []Run
+	for i := range HistoryLen {
+		if r, ok := decodeRun(md[historyKey(i)]); ok {
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// writeRing replaces md's history entries with runs (newest first, at most
+// HistoryLen).
+func writeRing(md map[string]string, runs []Run) {
+	for i := range HistoryLen {
+		delete(md, historyKey(i))
+	}
+	for i, r := range runs[:min(len(runs), HistoryLen)] {
+		md[historyKey(i)] = encodeRun(r)
+	}
+}
+
+// metadataSize is what Azure counts against MaxMetadataSize.
+func metadataSize(md map[string]string) int {
+	n := 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// pushRun returns md (keys lowercased) with r as the newest history entry;
+// md is not changed. Pushing a run the history already has (same term,
+// start and holder) replaces its entry only if r knows more (an end or an
+// exit status), and otherwise changes nothing. The oldest entries are
+// dropped beyond HistoryLen, and while the metadata would exceed
+// MaxMetadataSize. A run without a start is not recorded.
+func pushRun(md map[string]string, r Run) map[string]string {
+	out := mergeMetadata(md, nil)
+	if r.Start.IsZero() {
+		return out
+	}
+	runs := ring(out)
+	if i := slices.IndexFunc(runs, r.same); i >= 0 {
+		if runs[i].End.IsZero() && runs[i].ExitCode == nil && (!r.End.IsZero() || validExit(r.ExitCode)) {
+			runs[i] = r
+		}
+	} else {
+		runs = append([]Run{r}, runs...)
+	}
+	for n := min(len(runs), HistoryLen); n >= 0; n-- {
+		writeRing(out, runs[:n])
+		if metadataSize(out) <= MaxMetadataSize {
+			break
+		}
+	}
+	return out
+}
+
+// lastRun is the run the lastrun* keys describe, or ok false when
+// lastrunstart is absent or malformed. Its term is lastrunterm, or, in
+// metadata written before that key, term (which the claim wrote with
+// lastrunstart).
+func lastRun(md map[string]string) (r Run, ok bool) {
+	start := parseTime(md[mdLastRunStart])
+	if start.IsZero() {
+		return Run{}, false
+	}
+	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC()}
+	if end := parseTime(md[mdLastRunEnd]); !end.IsZero() {
+		r.End = end.UTC()
+	}
+	termKey := mdLastRunTerm
+	if _, has := md[mdLastRunTerm]; !has {
+		termKey = mdTerm
+	}
+	r.Term, _ = parseTerm(md[termKey])
+	if code, err := strconv.Atoi(md[mdLastExit]); err == nil && validExit(&code) {
+		r.ExitCode = &code
+	}
+	return r, true
+}
+
+// startRun returns md (keys lowercased) with r recorded as the run starting
+// now: the previous run of the lastrun* keys is pushed to the history first
+// (with its end and exit unknown if it never recorded them; a run already
+// there is not pushed again), then lastrunstart, lastrunholder and
+// lastrunterm are set from r and lastrunend and lastexit cleared. With a zero
+// r.Start, lastrunstart is removed: the previous run's start must not be
+// taken for this one's. Call it on the metadata as read, before the claim
+// writes its own term over the previous run's.
+func startRun(md map[string]string, r Run) map[string]string {
+	out := mergeMetadata(md, nil)
+	if prev, ok := lastRun(out); ok {
+		out = pushRun(out, prev)
+	}
+	if r.Start.IsZero() {
+		delete(out, mdLastRunStart)
+	} else {
+		out[mdLastRunStart] = formatTime(r.Start)
+	}
+	out[mdLastRunHolder] = r.Holder
+	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	delete(out, mdLastRunEnd)
+	delete(out, mdLastExit)
+	return out
+}
+
+// recordRunEnd returns md (keys lowercased) with the end of run r recorded:
+// the lastrun* keys and lastexit describe r, r is pushed to the history,
+// and, when r ended with status 0 at a known time, the lastsuccess* keys
+// name it. The lastsuccess* keys outlive the history: they are what
+// `leaderrun check` needs when the last success has rolled out of it. An
+// exit code outside 0–255 is no exit status and is recorded as unknown.
+func recordRunEnd(md map[string]string, r Run) map[string]string {
+	out := mergeMetadata(md, nil)
+	if !r.Start.IsZero() {
+		out[mdLastRunStart] = formatTime(r.Start)
+	}
+	out[mdLastRunHolder] = r.Holder
+	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	if r.End.IsZero() {
+		delete(out, mdLastRunEnd)
+	} else {
+		out[mdLastRunEnd] = formatTime(r.End)
+	}
+	if validExit(r.ExitCode) {
+		out[mdLastExit] = strconv.Itoa(*r.ExitCode)
+	} else {
+		delete(out, mdLastExit)
+		r.ExitCode = nil
+	}
+	if r.Succeeded() && !r.End.IsZero() {
+		out[mdLastSuccessEnd] = formatTime(r.End)
+		out[mdLastSuccessHolder] = r.Holder
+		out[mdLastSuccessTerm] = strconv.FormatInt(r.Term, 10)
+	}
+	return pushRun(out, r)
+}
+
+// ReadHistory returns the runs md records, newest first: the run of the
+// lastrun* keys (Running if it has no end and held says the lease is held
+// now: leased or breaking), then the history entries. Malformed entries read
+// as absent, so that status shows what it can. md's keys must be lowercase
+// (as in Properties.Metadata).
+func ReadHistory(md map[string]string, held bool) []Run {
+	runs := ring(md)
+	last, ok := lastRun(md)
+	if !ok || slices.ContainsFunc(runs, last.same) {
+		return runs
+	}
+	last.Running = held && last.End.IsZero() && last.ExitCode == nil
+	return append([]Run{last}, runs...)
+}
+
+// LastSuccess returns the last run md records as ended with status 0, or
+// nil if none is recorded: the lastsuccess* keys (Holder, Term and End;
+// Start is zero), or the newest successful run of the history if that ended
+// later (metadata written before those keys). md's keys must be lowercase.
+func LastSuccess(md map[string]string) *Run {
+	var best *Run
+	if end := parseTime(md[mdLastSuccessEnd]); !end.IsZero() {
+		zero := 0
+		term, _ := parseTerm(md[mdLastSuccessTerm])
+		best = &Run{Holder: md[mdLastSuccessHolder], Term: term, End: end.UTC(), ExitCode: &zero}
+	}
+	for _, r := range ReadHistory(md, false) {
+		if r.Succeeded() && !r.End.IsZero() && (best == nil || r.End.After(best.End)) {
+			best = &r
+		}
+	}
+	return best
+}
+
+// MergeRuns merges the histories of a lease's slots into one, newest start
+// first (a stable order: ties keep the order of the arguments).
+func MergeRuns(histories ...[]Run) []Run {
+	var all []Run
+	for _, h := range histories {
+		all = append(all, h...)
+	}
+	slices.SortStableFunc(all, func(a, b Run) int { return cmp.Compare(b.Start.Unix(), a.Start.Unix()) })
+	return all
+}

@@ -1,0 +1,89 @@
+// How leaderrun names the blobs of one lease.
+//
+// A lease NAME is the blob NAME: with one slot, nothing else. The blobs that
+// belong to NAME besides it carry NAME, the marker separator "~", and a
+// kind, so that one prefix listing of NAME finds them all and a listing of
+// the container can group them under their lease:
+//
+//	NAME              slot 0 (the only slot when --slots is 1)
+//	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
+//	NAME~pause        the pause marker (leaderrun pause / resume)
+//	NAME~done/HOST    HOST completed a run with status 0 (--once-per-host)
+//
+// Lease names may therefore not contain "~".
+package lease
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MarkerSep separates a lease name from the kind of one of its other blobs.
+const MarkerSep = "~"
+
+const (
+	slotMarker  = "slot-"
+	pauseMarker = "pause"
+	doneMarker  = "done/"
+)
+
+// MaxSlots is the largest --slots.
+const MaxSlots = 50
+
+// BlobKind is what a blob of the container is to leaderrun.
+type BlobKind int
+
+const (
+	KindSlot  BlobKind = iota // a lease blob: slot 0 (NAME) or NAME~slot-I
+	KindPause                 // NAME~pause
+	KindDone                  // NAME~done/HOST
+	KindOther                 // NAME~something leaderrun does not write
+)
+
+// SlotBlob is the blob name of slot i of lease name.
+func SlotBlob(name string, i int) string {
+	if i == 0 {
+		return name
+	}
+	return name + MarkerSep + slotMarker + strconv.Itoa(i)
+}
+
+// PauseBlob is the blob name of lease name's pause marker.
+func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
+
+// DonePrefix is the prefix of lease name's done markers.
+func DonePrefix(name string) string { return name + MarkerSep + doneMarker }
+
+// DoneBlob is the blob name of the marker that host completed a run of
+// lease name with status 0.
+func DoneBlob(name, host string) string { return DonePrefix(name) + host }
+
+// BlobName is a blob name as leaderrun reads it.
+type BlobName struct {
+	Lease string   // the lease it belongs to
+	Kind  BlobKind // what it is
+	Slot  int      // KindSlot: the slot
+	Host  string   // KindDone: the host
+}
+
+// ParseBlobName tells which lease a blob belongs to and what it is. A name
+// without the separator is slot 0 of the lease of that name.
+func ParseBlobName(blob string) BlobName {
+	lease, rest, found := strings.Cut(blob, MarkerSep)
+	if !found {
+		return BlobName{Lease: blob, Kind: KindSlot}
+	}
+	b := BlobName{Lease: lease, Kind: KindOther}
+	switch {
+	case rest == pauseMarker:
+		b.Kind = KindPause
+	case strings.HasPrefix(rest, doneMarker) && len(rest) > len(doneMarker):
+		b.Kind, b.Host = KindDone, rest[len(doneMarker):]
+	case strings.HasPrefix(rest, slotMarker):
+		digits := rest[len(slotMarker):]
+		if i, err := strconv.Atoi(digits); err == nil && i >= 1 && i < MaxSlots && strconv.Itoa(i) == digits {
+			b.Kind, b.Slot = KindSlot, i
+		}
+	}
+	return b
+}

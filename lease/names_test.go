@@ -1,0 +1,34 @@
+package lease
+
+import "testing"
+
+func TestBlobNames(t *testing.T) {
+	tests := []struct {
+		blob string
+		want BlobName
+	}{
+		{"cron/report", BlobName{Lease: "cron/report", Kind: KindSlot}},
+		{SlotBlob("cron/report", 0), BlobName{Lease: "cron/report", Kind: KindSlot}},
+		{SlotBlob("cron/report", 3), BlobName{Lease: "cron/report", Kind: KindSlot, Slot: 3}},
+		{SlotBlob("x", MaxSlots-1), BlobName{Lease: "x", Kind: KindSlot, Slot: MaxSlots - 1}},
+		{PauseBlob("deploy"), BlobName{Lease: "deploy", Kind: KindPause}},
+		{DoneBlob("patch/2026-11", "vm-3"), BlobName{Lease: "patch/2026-11", Kind: KindDone, Host: "vm-3"}},
+		{DoneBlob("p", "a/b"), BlobName{Lease: "p", Kind: KindDone, Host: "a/b"}},
+		{"x~slot-0", BlobName{Lease: "x", Kind: KindOther}},
+		{"x~slot-01", BlobName{Lease: "x", Kind: KindOther}},
+		{"x~slot-50", BlobName{Lease: "x", Kind: KindOther}},
+		{"x~slot-", BlobName{Lease: "x", Kind: KindOther}},
+		{"x~done/", BlobName{Lease: "x", Kind: KindOther}},
+		{"x~other", BlobName{Lease: "x", Kind: KindOther}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.blob, func(t *testing.T) {
+			if got := ParseBlobName(tt.blob); got != tt.want {
+				t.Errorf("ParseBlobName(%q) = %+v, want %+v", tt.blob, got, tt.want)
+			}
+		})
+	}
+	if got := SlotBlob("n", 0); got != "n" {
+		t.Errorf("slot 0 of n is %q, want the lease blob itself", got)
+	}
+}

@@ -1,0 +1,67 @@
+// The pause marker (NAME~pause, see names.go): while it exists and has not
+// run out, no contender acquires NAME.
+package lease
+
+import "time"
+
+// The pause marker's metadata keys. The marker is a zero-length blob of its
+// own, so they do not count against the lease blob's 8 KB.
+const (
+	mdPauseReason = "reason" // printable ASCII, at most maxPauseReasonLen characters; absent if none given
+	mdPauseSince  = "since"  // RFC 3339, service time: when the pause began
+	mdPauseUntil  = "until"  // RFC 3339, service time; absent: until resume
+)
+
+const maxPauseReasonLen = 256
+
+// Pause is a lease's pause, as its marker records it (service times).
+type Pause struct {
+	Reason string    // "" if none was given
+	Since  time.Time // zero if not recorded
+	Until  time.Time // zero: open-ended, until `leaderrun resume`
+}
+
+// ReadPause reads a pause marker's metadata (keys lowercase). The marker's
+// existence is the pause, so malformed values read as absent: a malformed
+// until makes the pause open-ended, which errs on the side the operator
+// asked for.
+func ReadPause(md map[string]string) *Pause {
+	p := &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]), Until: parseTime(md[mdPauseUntil])}
+	if !p.Since.IsZero() {
+		p.Since = p.Since.UTC()
+	}
+	if !p.Until.IsZero() {
+		p.Until = p.Until.UTC()
+	}
+	return p
+}
+
+// Active reports whether the pause holds at now (the service's Date): a nil
+// pause never does, an open-ended one always, one with Until until then.
+// With a zero now (no Date seen) a pause with Until is taken as active.
+func (p *Pause) Active(now time.Time) bool {
+	if p == nil {
+		return false
+	}
+	return p.Until.IsZero() || now.IsZero() || now.Before(p.Until)
+}
+
+// Metadata is what `leaderrun pause` writes on the marker. A reason that is
+// not printable ASCII (metadata travels in HTTP headers), is longer than 256
+// characters or has leading or trailing spaces is a *ConfigError.
+func (p Pause) Metadata() (map[string]string, error) {
+	md := map[string]string{}
+	if p.Reason != "" {
+		if err := checkHeaderValue("pause reason", p.Reason, maxPauseReasonLen); err != nil {
+			return nil, err
+		}
+		md[mdPauseReason] = p.Reason
+	}
+	if !p.Since.IsZero() {
+		md[mdPauseSince] = formatTime(p.Since)
+	}
+	if !p.Until.IsZero() {
+		md[mdPauseUntil] = formatTime(p.Until)
+	}
+	return md, nil
+}
