@@ -231,3 +231,23 @@ func noProxyChild(t *testing.T) {
 		t.Error("Events answered through the proxy, want an error (no such host)")
 	}
 }
+
+// BenchmarkClientEvents is the cost of one poll's request against the fake
+// service on loopback (one event in the document).
+func BenchmarkClientEvents(b *testing.B) {
+	s, err := fakeimds.New("vm-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.AddPreempt("vm-1", time.Now().Add(time.Minute))
+	c, err := NewClient(Config{Endpoint: s.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := c.Events(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -286,6 +286,7 @@ func TestWatcherEventAppearsAndGoes(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("Appeared not closed a minute after the event appeared")
 		}
+		synctest.Wait() // the watcher logs the event after closing the channel
 		if d := time.Since(start); d > DefaultPollInterval {
 			t.Errorf("Appeared closed %v after the event, want within a poll", d)
 		}
