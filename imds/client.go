@@ -157,24 +157,13 @@ func (c *Client) VMName(ctx context.Context) (string, error) {
 }
 
 // Events asks for the scheduled-events document. An event whose NotBefore
-// cannot be read is kept, with a zero NotBefore (see Event.NotBefore), and
-// logged.
+// cannot be read is kept, with a zero NotBefore (see Event.NotBefore).
 func (c *Client) Events(ctx context.Context) (Document, error) {
 	body, err := c.get(ctx, eventsPath)
 	if err != nil {
 		return Document{}, err
 	}
-	d, err := parseDocument(body)
-	if err != nil {
-		return Document{}, err
-	}
-	for _, e := range d.Events {
-		if e.NotBeforeMalformed() {
-			c.log.Warn("unreadable NotBefore: taking the event as due now",
-				"event_id", e.EventID, "type", e.EventType, "not_before", e.NotBeforeText)
-		}
-	}
-	return d, nil
+	return parseDocument(body)
 }
 
 // get makes one GET of path (with its query) under the client's timeout and

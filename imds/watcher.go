@@ -145,7 +145,8 @@ func (w *Watcher) poll(ctx context.Context) error {
 }
 
 // apply takes a new answer: when it is news (Changed), it recomputes the
-// pending event and wakes Appeared's channel if one has appeared.
+// pending event, wakes Appeared's channel if one has appeared, and logs the
+// change once (never on every poll).
 func (w *Watcher) apply(doc Document, now time.Time) {
 	w.mu.Lock()
 	if !Changed(w.doc, w.haveDoc, doc) {
@@ -167,6 +168,10 @@ func (w *Watcher) apply(doc Document, now time.Time) {
 	case has && (!had || prev.EventID != ev.EventID):
 		w.log.Info("scheduled event concerns this VM", "type", ev.EventType, "event_id", ev.EventID,
 			"status", ev.EventStatus, "not_before", ev.NotBeforeText)
+		if ev.NotBeforeMalformed() {
+			w.log.Warn("unreadable NotBefore: taking the event as due now",
+				"event_id", ev.EventID, "not_before", ev.NotBeforeText)
+		}
 	case !has && had:
 		w.log.Info("scheduled event no longer pending", "type", prev.EventType, "event_id", prev.EventID)
 	}

@@ -339,6 +339,25 @@ func TestWatcherEventAppearsAndGoes(t *testing.T) {
 	})
 }
 
+// An unreadable NotBefore is due now, and said once, not on every poll.
+func TestWatcherMalformedNotBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &memIMDS{t: t, vm: "vm-1", doc: `{"DocumentIncarnation":5,"Events":[{"EventId":"x",` +
+			`"EventType":"Reboot","Resources":["vm-1"],"EventStatus":"Scheduled","NotBefore":"in a while"}]}`}
+		w, logs, stop := startWatcher(t, m, 0)
+		defer stop()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		e, ok := w.Pending()
+		if !ok || !e.NotBeforeMalformed() || !e.StartsBy(time.Now()).Equal(time.Now()) {
+			t.Errorf("pending %+v, %v; want the Reboot, due now", e, ok)
+		}
+		if n := logs.count("unreadable NotBefore"); n != 1 {
+			t.Errorf("%d warnings about NotBefore over 6 polls, want 1", n)
+		}
+	})
+}
+
 func TestNewWatcherConfig(t *testing.T) {
 	c, err := NewClient(Config{})
 	if err != nil {
