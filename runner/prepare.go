@@ -97,7 +97,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	log = log.Named("runner")
 	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
-	stopSig := cfg.KillSignal
+	stopSig := cfg.StopSignal
 	if stopSig == 0 {
 		stopSig = syscall.SIGTERM
 	}

@@ -29,8 +29,8 @@ type Config struct {
 	// Stdin, Stdout and Stderr are handed to the command as they are (no
 	// copying); nil means os.Stdin, os.Stdout and os.Stderr.
 	Stdin, Stdout, Stderr *os.File
-	// KillSignal asks the command to stop; 0 means SIGTERM.
-	KillSignal syscall.Signal
+	// StopSignal asks the command to stop; 0 means SIGTERM.
+	StopSignal syscall.Signal
 	// KillGrace is how long the group has, after the stop signal sent for an
 	// outside stop request (HandleSignal) or for processes left behind by
 	// the command, before SIGKILL; 0 means SIGKILL at once.
