@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // leaderrun's defaults, which every trial uses, and what follows from them.
@@ -179,7 +178,7 @@ func Run(ctx context.Context, env *Env, tr Trial) *Result {
 	if tr.Timeout <= 0 {
 		tr.Timeout = DefaultTrialTimeout
 	}
-	r := &Result{Trial: tr, Lease: "lease-" + randHex(6), Container: "chaos-" + randHex(8), Start: time.Now()}
+	r := &Result{Trial: tr, Lease: "lease-" + testenv.RandHex(6), Container: "chaos-" + testenv.RandHex(8), Start: time.Now()}
 	t := &trial{env: env, res: r, rec: NewRecords(filepath.Join(tr.Dir, "records"))}
 	tctx, cancel := context.WithTimeout(ctx, tr.Timeout)
 	err := t.stage(tctx)
@@ -204,7 +203,7 @@ type trial struct {
 
 	proxy            *faultproxy.Proxy
 	ops              *leaseOps
-	holder, follower *process
+	holder, follower *testenv.Process
 	faultOff         *time.Timer
 	frozen           bool
 	alignedAt        time.Time // FlakyShort: the renewal the fault is placed after
@@ -215,7 +214,7 @@ type trial struct {
 func (t *trial) holderArgs() []string {
 	p := t.res.Params
 	args := []string{"-l", t.res.Lease, "--container", t.res.Container,
-		"--endpoint", t.proxy.URL() + t.env.accountPath, "--identity", holderID, "--log-level", "trace",
+		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace",
 		"--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren)}
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
@@ -233,25 +232,25 @@ func (t *trial) followerArgs() []string {
 // could not be staged; product failures are recorded for judge.
 func (t *trial) stage(ctx context.Context) error {
 	var err error
-	if t.proxy, err = faultproxy.New(t.env.target); err != nil {
+	if t.proxy, err = faultproxy.New(t.env.storage.Target); err != nil {
 		return err
 	}
 	t.ops = watchLeaseOps(t.proxy)
 
 	// The holder talks through the proxy, with the account key (the
 	// connection string's endpoint would bypass it).
-	holderEnv := append(baseEnv(), "AZURE_STORAGE_ACCOUNT="+t.env.account, "AZURE_STORAGE_KEY="+t.env.key)
+	holderEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_ACCOUNT="+t.env.storage.Account, "AZURE_STORAGE_KEY="+t.env.storage.Key)
 	if t.holder, err = t.launch(holderID, holderEnv, t.holderArgs()); err != nil {
 		return err
 	}
-	if _, err := t.waitFor(ctx, time.Now().Add(startWait), func() bool { return t.rec.has(holderID) || t.holder.exited() }); err != nil {
+	if _, err := t.waitFor(ctx, time.Now().Add(startWait), func() bool { return t.rec.has(holderID) || t.holder.Exited() }); err != nil {
 		return err
 	}
 	if !t.rec.has(holderID) {
-		return fmt.Errorf("the holder's child did not start (holder: %s)%s", t.holder.exit(true), logTail(t.holder.log))
+		return fmt.Errorf("the holder's child did not start (holder: %s)%s", exitOf(t.holder, true), testenv.LogTail(t.holder.Log))
 	}
 
-	followerEnv := append(baseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.connString)
+	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	if t.follower, err = t.launch(followerID, followerEnv, t.followerArgs()); err != nil {
 		return err
 	}
@@ -259,26 +258,23 @@ func (t *trial) stage(ctx context.Context) error {
 	// held. Should that line change, a follower that is still running
 	// without having run its child after followerSettle is taken as
 	// waiting too.
-	logged := func() bool {
-		b, _ := os.ReadFile(t.follower.log)
-		return strings.Contains(string(b), "waiting for the lease")
-	}
-	settled := func() bool { return logged() || t.follower.exited() || t.rec.has(followerID) }
+	logged := func() bool { return testenv.LogHas(t.follower.Log, "waiting for the lease") }
+	settled := func() bool { return logged() || t.follower.Exited() || t.rec.has(followerID) }
 	if _, err := t.waitFor(ctx, time.Now().Add(followerSettle), settled); err != nil {
 		return err
 	}
-	if t.follower.exited() || t.rec.has(followerID) {
-		return fmt.Errorf("the follower did not settle into waiting (follower: %s)%s", t.follower.exit(true), logTail(t.follower.log))
+	if t.follower.Exited() || t.rec.has(followerID) {
+		return fmt.Errorf("the follower did not settle into waiting (follower: %s)%s", exitOf(t.follower, true), testenv.LogTail(t.follower.Log))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 
-	if !sleepCtx(ctx, t.res.Params.Warmup) {
+	if !testenv.SleepCtx(ctx, t.res.Params.Warmup) {
 		return ctx.Err()
 	}
-	if t.holder.exited() || t.rec.has(followerID) {
-		t.failures = append(t.failures, fmt.Sprintf("before any fault, the holder exited (%s) or the follower ran", t.holder.exit(true)))
+	if t.holder.Exited() || t.rec.has(followerID) {
+		t.failures = append(t.failures, fmt.Sprintf("before any fault, the holder exited (%s) or the follower ran", exitOf(t.holder, true)))
 		return nil
 	}
 	if err := t.inject(ctx); err != nil {
@@ -287,7 +283,7 @@ func (t *trial) stage(ctx context.Context) error {
 	if err := t.awaitEnd(ctx); err != nil {
 		return err
 	}
-	sleepCtx(ctx, linger)
+	testenv.SleepCtx(ctx, linger)
 	return t.rec.Poll()
 }
 
@@ -312,11 +308,11 @@ func (t *trial) inject(ctx context.Context) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("no renewal reached the proxy within %s", 2*RenewInterval)
 			}
-			if !sleepCtx(ctx, 2*time.Millisecond) {
+			if !testenv.SleepCtx(ctx, 2*time.Millisecond) {
 				return ctx.Err()
 			}
 		}
-		if !sleepCtx(ctx, time.Until(t.alignedAt.Add(p.Offset))) {
+		if !testenv.SleepCtx(ctx, time.Until(t.alignedAt.Add(p.Offset))) {
 			return ctx.Err()
 		}
 		t.fault(p.Mode, p.Length)
@@ -329,17 +325,17 @@ func (t *trial) inject(ctx context.Context) error {
 	case Kill9:
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
 		r.FaultAt = time.Now()
-		if err := t.holder.signal(syscall.SIGKILL); err != nil {
+		if err := t.holder.Signal(syscall.SIGKILL); err != nil {
 			return err
 		}
 	case Freeze:
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
-		if err := t.holder.signal(syscall.SIGSTOP); err != nil {
+		if err := t.holder.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
 		r.FaultAt, t.frozen = time.Now(), true
-		slept := sleepCtx(ctx, p.Length)
-		if err := t.holder.signal(syscall.SIGCONT); err != nil {
+		slept := testenv.SleepCtx(ctx, p.Length)
+		if err := t.holder.Signal(syscall.SIGCONT); err != nil {
 			return err
 		}
 		r.WakeAt, t.frozen = time.Now(), false
@@ -384,20 +380,20 @@ func (t *trial) awaitEnd(ctx context.Context) error {
 		if end := r.FaultAt.Add(r.Params.Length + time.Second); end.After(until) {
 			until = end
 		}
-		_, err := t.waitFor(ctx, until, func() bool { return t.holder.exited() || t.rec.has(followerID) })
+		_, err := t.waitFor(ctx, until, func() bool { return t.holder.Exited() || t.rec.has(followerID) })
 		return err
 	}
 	from := r.FaultAt
 	if !r.WakeAt.IsZero() {
 		from = r.WakeAt
 	}
-	done := func() bool { return t.holder.exited() && t.rec.has(followerID) }
+	done := func() bool { return t.holder.Exited() && t.rec.has(followerID) }
 	met, err := t.waitFor(ctx, from.Add(takeoverWait), done)
 	if err != nil || met {
 		return err
 	}
 	var missing []string
-	if !t.holder.exited() {
+	if !t.holder.Exited() {
 		missing = append(missing, "the holder had not exited")
 	}
 	if !t.rec.has(followerID) {
@@ -410,17 +406,14 @@ func (t *trial) awaitEnd(ctx context.Context) error {
 // waitFor polls the records every pollEvery until cond holds (true), the
 // deadline passes or ctx ends (false). An error is a malformed record.
 func (t *trial) waitFor(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
-	for {
-		if err := t.rec.Poll(); err != nil {
-			return false, err
+	var err error
+	met := testenv.WaitUntil(ctx, deadline, pollEvery, func() bool {
+		if err = t.rec.Poll(); err != nil {
+			return true
 		}
-		if cond() {
-			return true, nil
-		}
-		if !time.Now().Before(deadline) || !sleepCtx(ctx, min(pollEvery, time.Until(deadline))) {
-			return false, nil
-		}
-	}
+		return cond()
+	})
+	return met && err == nil, err
 }
 
 // breakLease runs `leaderrun break` with the default period; it returns a
@@ -430,7 +423,7 @@ func (t *trial) breakLease(ctx context.Context) string {
 	defer cancel()
 	logPath := filepath.Join(t.res.Dir, "break.log")
 	cmd := exec.CommandContext(bctx, t.env.Leaderrun, "break", "-l", t.res.Lease, "--container", t.res.Container)
-	cmd.Env = append(baseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.connString)
+	cmd.Env = append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	out, err := cmd.CombinedOutput()
 	_ = os.WriteFile(logPath, out, 0o644)
 	if err != nil {
@@ -445,7 +438,7 @@ func (t *trial) breakLease(ctx context.Context) string {
 func (t *trial) deleteStorage(ctx context.Context, what string) error {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cc, err := container.NewClientFromConnectionString(t.env.connString, t.res.Container, nil)
+	cc, err := container.NewClientFromConnectionString(t.env.storage.ConnString, t.res.Container, nil)
 	if err != nil {
 		return err
 	}
@@ -479,14 +472,14 @@ func (t *trial) teardown() {
 	}
 	r.TeardownAt = time.Now()
 	if t.frozen {
-		_ = t.holder.signal(syscall.SIGCONT)
+		_ = t.holder.Signal(syscall.SIGCONT)
 	}
-	holderDone, followerDone := t.holder.exited(), t.follower.exited()
+	holderDone, followerDone := t.holder.Exited(), t.follower.Exited()
 	// The follower first: in FlakyShort it is still waiting, and must not
 	// take the lease that the holder releases when it stops.
-	t.follower.stop(stopWait)
-	t.holder.stop(stopWait)
-	r.HolderExit, r.FollowerExit = t.holder.exit(holderDone), t.follower.exit(followerDone)
+	t.follower.Stop(stopWait)
+	t.holder.Stop(stopWait)
+	r.HolderExit, r.FollowerExit = exitOf(t.holder, holderDone), exitOf(t.follower, followerDone)
 
 	if err := t.rec.Poll(); err != nil && r.Err == nil {
 		r.Err = err
@@ -503,7 +496,7 @@ func (t *trial) teardown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if cc, err := container.NewClientFromConnectionString(t.env.connString, r.Container, nil); err == nil {
+	if cc, err := container.NewClientFromConnectionString(t.env.storage.ConnString, r.Container, nil); err == nil {
 		_, _ = cc.Delete(ctx, nil) // the emulator keeps everything in memory
 	}
 }
@@ -515,7 +508,7 @@ func (t *trial) reapLeftovers() {
 	for {
 		var alive []Proc
 		for _, p := range t.res.Procs {
-			if runningExe(p.PID, t.env.Child) {
+			if testenv.RunningExe(p.PID, t.env.Child) {
 				alive = append(alive, p)
 			}
 		}
@@ -657,75 +650,24 @@ func (t *trial) judge() {
 	}
 }
 
-// process is a leaderrun process that the trial started.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done <-chan struct{} // closed when it has exited and been reaped
-}
-
 // launch starts leaderrun with args, its output (and its child's) to
-// DIR/NAME.log. See sysProcAttr.
-func (t *trial) launch(name string, env, args []string) (*process, error) {
-	logPath := filepath.Join(t.res.Dir, name+".log")
+// DIR/NAME.log (see testenv.StartLogged).
+func (t *trial) launch(name string, env, args []string) (*testenv.Process, error) {
 	cmd := exec.Command(t.env.Leaderrun, args...)
 	cmd.Env, cmd.Dir = env, t.res.Dir
-	done, err := StartLogged(cmd, logPath)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &process{name: name, cmd: cmd, log: logPath, done: done}, nil
+	return testenv.StartLogged(name, cmd, filepath.Join(t.res.Dir, name+".log"))
 }
 
-func (p *process) exited() bool {
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to the process (by PID; os.Process uses a pidfd where
-// it can, so a reused PID is never hit).
-func (p *process) signal(sig syscall.Signal) error {
-	if p == nil || p.exited() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal %s %v: %w", p.name, sig, err)
-	}
-	return nil
-}
-
-// stop sends SIGTERM, and SIGKILL if it has not exited after grace.
-func (p *process) stop(grace time.Duration) {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *process) exit(during bool) Exit {
+// exitOf is how p ended; during: before the teardown signalled it.
+func exitOf(p *testenv.Process, during bool) Exit {
 	if p == nil {
 		return Exit{}
 	}
-	if !p.exited() {
+	if !p.Exited() {
 		return Exit{Started: true}
 	}
-	e := Exit{Started: true, Ended: true, During: during, Code: p.cmd.ProcessState.ExitCode()}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	e := Exit{Started: true, Ended: true, During: during, Code: p.Cmd.ProcessState.ExitCode()}
+	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = ws.Signal()
 	}
 	return e
@@ -799,37 +741,4 @@ func (r *Records) has(owner string) bool {
 		}
 	}
 	return false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
-}
-
-// logTail is the end of a log file, for an error message.
-func logTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return "\n" + path + " (last lines):\n  " + strings.Join(lines, "\n  ")
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
