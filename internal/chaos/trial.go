@@ -1,3 +1,6 @@
+// A trial: staging the holder and the follower, injecting the fault,
+// waiting for the outcome, and tearing everything down.
+
 package chaos
 
 import (
@@ -9,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -73,100 +75,6 @@ type Trial struct {
 	// Timeout bounds the whole trial; 0 means DefaultTrialTimeout.
 	Timeout time.Duration
 }
-
-// Span is a measured duration; OK is false when it could not be measured
-// (say, the follower never ran).
-type Span struct {
-	D  time.Duration
-	OK bool
-}
-
-func span(d time.Duration) Span { return Span{D: d, OK: true} }
-
-func (s Span) String() string {
-	if !s.OK {
-		return "—"
-	}
-	return fmtDur(s.D)
-}
-
-// Exit is how a leaderrun process of the trial ended.
-type Exit struct {
-	Started bool
-	Ended   bool
-	// During: it ended before the trial's teardown signalled it (by
-	// itself, or by the fault).
-	During bool
-	Code   int            // exit status; -1 if a signal ended it
-	Signal syscall.Signal // the signal that ended it, 0 if none
-}
-
-func (e Exit) String() string {
-	switch {
-	case !e.Started:
-		return "not started"
-	case !e.Ended:
-		return "still running"
-	}
-	s := strconv.Itoa(e.Code)
-	if e.Signal != 0 {
-		s = e.Signal.String()
-	}
-	if !e.During {
-		s += " (after teardown's SIGTERM)"
-	}
-	return s
-}
-
-// Result is what a trial measured, and its verdict.
-type Result struct {
-	Trial
-	Lease, Container string
-	Start            time.Time
-	Wall             time.Duration // the whole trial
-
-	// FaultAt is when the fault began (for a proxy fault, just after the
-	// proxy's mode changed). LastRenewal is an upper bound of t_ok when the
-	// fault began: when the proxy last saw an acquire or renew request
-	// (polled every 5 ms), or FaultAt if one arrived as the fault began.
-	// WakeAt (Freeze) is the SIGCONT; TeardownAt when the trial began to
-	// stop what was left.
-	FaultAt, LastRenewal, WakeAt, TeardownAt time.Time
-
-	Procs   []Proc  // every process the children recorded
-	Overlap Overlap // the longest time a holder's and a follower's process both ran
-
-	// ChildAfterFault: the holder's group's end − FaultAt.
-	// AfterLastRenewal: the same end − LastRenewal, a lower bound of how
-	// long the group outlived t_ok (the rule: at most 14 s).
-	// Failover: the follower's child's begin − FaultAt.
-	// Gap: the follower's child's begin − the holder's group's end
-	// (negative when they overlapped).
-	// WakeToKill (Freeze): the holder's group's end − WakeAt.
-	ChildAfterFault, AfterLastRenewal, Failover, Gap, WakeToKill Span
-
-	HolderExit, FollowerExit Exit
-	// TermReset: the follower's term is not above the holder's (after
-	// StorageLoss the new blob starts again at term 1).
-	TermReset bool
-	// Injected counts the requests the proxy did not forward;
-	// RenewFailures the "lease renewal failed" lines in the holder's log.
-	Injected, RenewFailures int64
-	// MaxBeatGap is the longest time between two records of one process:
-	// how precisely a killed process's end is known in this trial.
-	MaxBeatGap time.Duration
-
-	// Failures are the scenario's expectations that were not met (product
-	// failures); Notes are observations. Err is set when the trial could not
-	// be run as designed (start-up, emulator, interruption): then there is
-	// no verdict.
-	Failures []string
-	Notes    []string
-	Err      error
-}
-
-// Failed reports whether the trial ran and an expectation was not met.
-func (r *Result) Failed() bool { return r.Err == nil && len(r.Failures) > 0 }
 
 // Run stages one trial: it starts the holder (behind its own fault proxy)
 // and the follower, injects the fault, waits for the outcome, stops
@@ -527,210 +435,12 @@ func (t *trial) reapLeftovers() {
 	}
 }
 
-// judge checks the scenario's expectations and computes the measures.
-func (t *trial) judge() {
-	r := t.res
-	r.Failures = append(r.Failures, t.failures...)
-	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
-	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
-	if t.stalled != "" {
-		fail("%s", t.stalled)
-	}
-	r.Overlap = MaxOverlap(r.Procs)
-	r.MaxBeatGap = maxGap(r.Procs)
-	hg, hok := GroupOf(r.Procs, holderID)
-	fg, fok := GroupOf(r.Procs, followerID)
-	if !hok {
-		fail("the holder's child never ran")
-		return
-	}
-	// The holder's group is over once its leaderrun ended before teardown
-	// (leaderrun waits for the group; after kill -9 the guard kills it).
-	gone := r.HolderExit.During
-	if gone && !r.FaultAt.IsZero() {
-		r.ChildAfterFault = span(hg.End.Sub(r.FaultAt))
-		if !r.LastRenewal.IsZero() {
-			r.AfterLastRenewal = span(hg.End.Sub(r.LastRenewal))
-		}
-	}
-	if fok && !r.FaultAt.IsZero() {
-		r.Failover = span(fg.Begin.Sub(r.FaultAt))
-	}
-	if fok && gone {
-		r.Gap = span(fg.Begin.Sub(hg.End))
-	}
-	if gone && !r.WakeAt.IsZero() {
-		r.WakeToKill = span(hg.End.Sub(r.WakeAt))
-	}
-	if fok && fg.Term <= hg.Term {
-		r.TermReset = true
-		if r.Kind != StorageLoss {
-			fail("the term did not grow: follower term %d after holder term %d", fg.Term, hg.Term)
-		}
-	}
-	if r.Kind.Safety() && r.Overlap.D > 0 {
-		fail("overlap: %s", r.Overlap)
-	}
-
-	expectLost := func() {
-		if !r.HolderExit.During || r.HolderExit.Code != exitLost {
-			fail("holder exit %s, want %d (leadership lost)", r.HolderExit, exitLost)
-		}
-	}
-	expectTakeover := func() {
-		if !fok {
-			fail("the follower's child never began")
-		}
-	}
-	switch r.Kind {
-	case BlackHole, Reset, FlakyLong, Stubborn:
-		expectLost()
-		expectTakeover()
-		// LastRenewal ≥ t_ok, so AfterLastRenewal is at most the real
-		// time the group outlived t_ok: above 14 s is a certain breach.
-		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
-			fail("the holder's group ran %s after the last renewal it could have had: the rule is %s", s, fmtDur(DeadBy))
-		}
-		if r.Kind == Stubborn && hg.Ended {
-			note("the stubborn group wrote end records: it did not ignore SIGTERM as staged")
-		}
-	case Break:
-		expectLost()
-		expectTakeover()
-		if s := r.ChildAfterFault; s.OK && s.D > RenewInterval+2*time.Second {
-			fail("the holder's group ran %s after the break: it must stop at the next renewal (every %s)", s, fmtDur(RenewInterval))
-		}
-	case FlakyShort:
-		if r.HolderExit.During || r.HolderExit.Code == exitLost {
-			fail("leadership was not kept: the holder exited %s during a short fault", r.HolderExit)
-		}
-		for _, p := range r.Procs {
-			if p.Owner == holderID && p.End.Before(r.TeardownAt.Add(-200*time.Millisecond)) {
-				fail("the holder's %s (pid %d) stopped %s before the trial ended", p.Role, p.PID, fmtDur(r.TeardownAt.Sub(p.End)))
-			}
-		}
-		if fok {
-			fail("the follower's child ran during a short fault (began %s after the fault)", r.Failover)
-		}
-		if r.RenewFailures == 0 && r.Params.Mode.ErrorRate >= 1 {
-			note("no renewal failed: the fault missed the renewal it was aligned to")
-		}
-	case Kill9:
-		if r.HolderExit.Signal != syscall.SIGKILL {
-			note("holder exit %s, expected SIGKILL", r.HolderExit)
-		}
-		expectTakeover()
-		if s := r.ChildAfterFault; s.OK && s.D > time.Second {
-			fail("the holder's group ran %s after kill -9 of leaderrun: it must die at once", s)
-		}
-	case Freeze:
-		expectLost()
-		expectTakeover()
-		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
-			fail("the holder's group ran %s after the last renewal while leaderrun was frozen: the guard must kill it by %s", s, fmtDur(DeadBy))
-		}
-	case StorageLoss:
-		if !gone || !hg.End.Before(r.TeardownAt) {
-			fail("the holder's child was not killed (holder exit %s)", r.HolderExit)
-		}
-		if r.Kind == StorageLoss {
-			if s := r.ChildAfterFault; s.OK && s.D > RenewInterval+2*time.Second {
-				note("the holder's group ran %s after the %s was deleted: it should stop at the next renewal", s, r.Params.Delete)
-			}
-			if r.TermReset {
-				note("term reset: the follower's term %d is not above the holder's %d (the new blob starts again)", fg.Term, hg.Term)
-			}
-		}
-		if r.Overlap.D > 0 {
-			note("residual window: %s", r.Overlap)
-		}
-	}
-	if r.MaxBeatGap > 250*time.Millisecond {
-		note("a heartbeat gap of %s: the machine was loaded, ends are known to that precision", fmtDur(r.MaxBeatGap))
-	}
-}
-
 // launch starts leaderrun with args, its output (and its child's) to
 // DIR/NAME.log (see testenv.StartLogged).
 func (t *trial) launch(name string, env, args []string) (*testenv.Process, error) {
 	cmd := exec.Command(t.env.Leaderrun, args...)
 	cmd.Env, cmd.Dir = env, t.res.Dir
 	return testenv.StartLogged(name, cmd, filepath.Join(t.res.Dir, name+".log"))
-}
-
-// exitOf is how p ended; during: before the teardown signalled it.
-func exitOf(p *testenv.Process, during bool) Exit {
-	if p == nil {
-		return Exit{}
-	}
-	if !p.Exited() {
-		return Exit{Started: true}
-	}
-	e := Exit{Started: true, Ended: true, During: during, Code: p.Cmd.ProcessState.ExitCode()}
-	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		e.Signal = ws.Signal()
-	}
-	return e
-}
-
-// leaseOps watches the proxy's count of acquire and renew requests (polled
-// every 5 ms), and remembers when it last grew.
-type leaseOps struct {
-	mu   sync.Mutex
-	n    int64
-	last time.Time
-	quit chan struct{}
-	done chan struct{}
-}
-
-func leaseOpCount(c faultproxy.Counts) int64 {
-	return c.ByOp[faultproxy.OpAcquire] + c.ByOp[faultproxy.OpRenew]
-}
-
-func watchLeaseOps(p *faultproxy.Proxy) *leaseOps {
-	w := &leaseOps{quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.quit:
-				return
-			case <-tick.C:
-			}
-			n := leaseOpCount(p.Counts())
-			w.mu.Lock()
-			if n != w.n {
-				w.n, w.last = n, time.Now()
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-func (w *leaseOps) stop() {
-	close(w.quit)
-	<-w.done
-}
-
-// snapshot returns the count and when it last grew.
-func (w *leaseOps) snapshot() (int64, time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n, w.last
-}
-
-// lastBefore returns an upper bound of when the last lease request counted
-// in c (read at readAt) reached the proxy.
-func (w *leaseOps) lastBefore(c faultproxy.Counts, readAt time.Time) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if leaseOpCount(c) == w.n && !w.last.IsZero() {
-		return w.last
-	}
-	return readAt
 }
 
 // has reports whether a process of owner has begun.
