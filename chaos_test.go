@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 var (
@@ -29,7 +29,7 @@ func chaosChild(t *testing.T) string {
 	bin := leaderrunBinary(t)
 	chaosChildOnce.Do(func() {
 		chaosChildPath = filepath.Join(filepath.Dir(bin), "chaoschild")
-		chaosChildErr = chaos.Build(context.Background(), ".", chaos.ChildPackage, chaosChildPath)
+		chaosChildErr = testenv.Build(context.Background(), ".", chaos.ChildPackage, chaosChildPath)
 	})
 	if chaosChildErr != nil {
 		t.Fatal(chaosChildErr)
@@ -85,13 +85,7 @@ func TestChaos(t *testing.T) {
 // logFileTail logs the last lines of a trial's log file, if it exists.
 func logFileTail(t *testing.T, path string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
+	if lines := testenv.Tail(path, 60); lines != nil {
+		t.Logf("%s:\n%s", filepath.Base(path), strings.Join(lines, "\n"))
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 60 {
-		lines = lines[len(lines)-60:]
-	}
-	t.Logf("%s:\n%s", filepath.Base(path), strings.Join(lines, "\n"))
 }

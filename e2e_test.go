@@ -8,8 +8,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +24,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
+
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -59,10 +60,7 @@ func leaderrunBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "leaderrun"), ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = testenv.Build(context.Background(), ".", ".", filepath.Join(binDir, "leaderrun"))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -83,12 +81,6 @@ func connectionString(t *testing.T) string {
 	return cs
 }
 
-func randomName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
 func TestScripts(t *testing.T) {
 	cs := connectionString(t)
 	bin := leaderrunBinary(t)
@@ -99,8 +91,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
 			env.Setenv("TEST_CONNECTION_STRING", cs)
-			env.Setenv("TEST_BLOB_ENDPOINT", blobEndpoint(cs))
-			env.Setenv("LEADERRUN_CONTAINER", randomName("e2e-"))
+			env.Setenv("TEST_BLOB_ENDPOINT", testenv.ConnField(cs, "BlobEndpoint"))
+			env.Setenv("LEADERRUN_CONTAINER", "e2e-"+testenv.RandHex(6))
 			env.Setenv("CI", os.Getenv("CI"))
 			return nil
 		},
@@ -347,14 +339,4 @@ func checkOverlap(runs []run) error {
 		}
 	}
 	return nil
-}
-
-// blobEndpoint returns the BlobEndpoint of a connection string.
-func blobEndpoint(cs string) string {
-	for _, part := range strings.Split(cs, ";") {
-		if k, v, ok := strings.Cut(part, "="); ok && strings.EqualFold(k, "BlobEndpoint") {
-			return v
-		}
-	}
-	return ""
 }

@@ -218,7 +218,7 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 
 	hs := &headStart{log: log, cfg: runner.Config{
 		Argv:       o.argv,
-		KillSignal: o.signal,
+		StopSignal: o.signal,
 		KillGrace:  o.killGrace,
 		Logger:     log,
 	}}

@@ -1,5 +1,10 @@
 //go:build unix
 
+// The guard: leaderrun re-executed with a hidden first argument, which
+// leads the command's process group, starts the command on leaderrun's
+// go-ahead, and kills the group when leaderrun dies or the kill deadline
+// passes.
+
 package runner
 
 import (
@@ -11,11 +16,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leaderrun/leaderrun/internal/pdeath"
 )
 
 const (
@@ -87,60 +93,17 @@ func runGuard(args []string) int {
 	if unix.Getpgrp() != pgid {
 		return guardFail("not a process group leader")
 	}
-	for _, fd := range []int{lifelineFD, statusFD, launchFD} {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			return guardFail(fmt.Sprintf("descriptor %d: %v", fd, err))
-		}
-		// None may reach the command: the lifeline must close when
-		// leaderrun dies, whatever the command does.
-		unix.CloseOnExec(fd)
+	lifeline, status, launch, err := guardFiles()
+	if err != nil {
+		return guardFail(err.Error())
 	}
-	// The go-ahead must wake the guard at once: a plain blocking read, with
-	// no poller in between.
-	if err := unix.SetNonblock(launchFD, false); err != nil {
-		return guardFail(fmt.Sprintf("descriptor %d: %v", launchFD, err))
-	}
-	lifeline := os.NewFile(lifelineFD, "lifeline")
-	status := os.NewFile(statusFD, "status")
-	launch := os.NewFile(launchFD, "launch")
-
-	caught := make(chan os.Signal, 16)
-	for _, s := range guardSignals {
-		// A signal ignored by whoever started leaderrun (nohup) stays
-		// ignored, for the guard and for the command.
-		if !signal.Ignored(s) {
-			signal.Notify(caught, s)
-		}
-	}
-	go func() {
-		for range caught {
-		}
-	}()
+	dropSignals()
 
 	released := make(chan struct{})
 	deadlines := make(chan int64, 1)
 	// armed is closed once the go-ahead's deadline is in deadlines.
 	armed := make(chan struct{})
-	go func() {
-		var buf [8]byte
-		for {
-			if _, err := io.ReadFull(lifeline, buf[:]); err != nil {
-				break
-			}
-			// Deadlines come on the lifeline only after the go-ahead, which
-			// carries the one set before it: none may overtake that one.
-			<-armed
-			// Keep only the latest deadline.
-			select {
-			case <-deadlines:
-			default:
-			}
-			deadlines <- int64(binary.BigEndian.Uint64(buf[:]))
-		}
-		// leaderrun is gone (or done): nothing in the group may outlive it.
-		_ = unix.Kill(-pgid, unix.SIGKILL)
-		close(released)
-	}()
+	go watchLifeline(lifeline, pgid, deadlines, armed, released)
 	go deadManSwitch(pgid, deadlines, released)
 
 	deadline, env, err := decodeLaunch(launch)
@@ -160,7 +123,7 @@ func runGuard(args []string) int {
 	if deadline != 0 && untilMonotonic(deadline) <= 0 {
 		// Already past the kill deadline: the command must not start. The
 		// group, the guard alone, is killed as it would have been.
-		_ = unix.Kill(-pgid, unix.SIGKILL)
+		_ = signalGroup(pgid, unix.SIGKILL)
 		<-released
 		return 128 + int(unix.SIGKILL)
 	}
@@ -183,6 +146,65 @@ func runGuard(args []string) int {
 	return code
 }
 
+// guardFiles checks and opens the descriptors leaderrun hands the guard.
+func guardFiles() (lifeline, status, launch *os.File, err error) {
+	for _, fd := range []int{lifelineFD, statusFD, launchFD} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return nil, nil, nil, fmt.Errorf("descriptor %d: %w", fd, err)
+		}
+		// None may reach the command: the lifeline must close when
+		// leaderrun dies, whatever the command does.
+		unix.CloseOnExec(fd)
+	}
+	// The go-ahead must wake the guard at once: a plain blocking read, with
+	// no poller in between.
+	if err := unix.SetNonblock(launchFD, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("descriptor %d: %w", launchFD, err)
+	}
+	return os.NewFile(lifelineFD, "lifeline"), os.NewFile(statusFD, "status"), os.NewFile(launchFD, "launch"), nil
+}
+
+// dropSignals catches and drops guardSignals for the guard's whole life.
+func dropSignals() {
+	caught := make(chan os.Signal, 16)
+	for _, s := range guardSignals {
+		// A signal ignored by whoever started leaderrun (nohup) stays
+		// ignored, for the guard and for the command.
+		if !signal.Ignored(s) {
+			signal.Notify(caught, s)
+		}
+	}
+	go func() {
+		for range caught {
+		}
+	}()
+}
+
+// watchLifeline reads the kill deadlines leaderrun sends on the lifeline
+// into deadlines, keeping only the latest, once armed is closed. When the
+// lifeline ends (leaderrun is gone, or done), it kills the group and closes
+// released.
+func watchLifeline(lifeline *os.File, pgid int, deadlines chan int64, armed, released chan struct{}) {
+	var buf [8]byte
+	for {
+		if _, err := io.ReadFull(lifeline, buf[:]); err != nil {
+			break
+		}
+		// Deadlines come on the lifeline only after the go-ahead, which
+		// carries the one set before it: none may overtake that one.
+		<-armed
+		// Keep only the latest deadline.
+		select {
+		case <-deadlines:
+		default:
+		}
+		deadlines <- int64(binary.BigEndian.Uint64(buf[:]))
+	}
+	// Nothing in the group may outlive leaderrun.
+	_ = signalGroup(pgid, unix.SIGKILL)
+	close(released)
+}
+
 // deadManSwitch kills the group when the latest kill deadline leaderrun
 // sent (Process.SetKillDeadline) passes before a later one arrives.
 func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
@@ -200,39 +222,27 @@ func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
 				timer.Reset(left)
 				continue
 			}
-			_ = unix.Kill(-pgid, unix.SIGKILL)
+			_ = signalGroup(pgid, unix.SIGKILL)
 			return
 		}
 	}
 }
 
-// untilMonotonic is how long until a system monotonic clock reading.
-func untilMonotonic(at int64) time.Duration {
-	now, err := monotonicNow()
-	if err != nil {
-		return 0
-	}
-	return time.Duration(at - now)
-}
-
 // runCommand runs the command as the guard's child, in the guard's group,
 // with env as its whole environment, and returns how it ended.
 func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) {
-	// The parent-death signal fires when the thread that started the child
-	// exits, not the process (golang/go#27505): keep this goroutine on its
-	// thread for the child's whole life.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        argv,
-		Env:         env,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		SysProcAttr: commandAttr(),
+		Path:   path,
+		Args:   argv,
+		Env:    env,
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
 	}
-	if err := cmd.Start(); err != nil {
+	// On Linux the command gets a parent-death signal, so that it cannot
+	// outlive the guard.
+	done, err := pdeath.Start(cmd)
+	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
@@ -243,7 +253,7 @@ func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) 
 		}
 		return 126, 0
 	}
-	_ = cmd.Wait()
+	<-done
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, ws.Signal()
 	}

@@ -1,15 +1,17 @@
 //go:build unix
 
+// The health check of the running command, as Docker's HEALTHCHECK: its
+// configuration, the loop that counts failures, and one check run in a
+// process group of its own.
+
 package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
+
+	"github.com/leaderrun/leaderrun/internal/pdeath"
 )
 
 // Defaults of HealthConfig, those of Docker's HEALTHCHECK.
@@ -225,25 +229,16 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 		res.why = "could not start: " + err.Error()
 		return res
 	}
-	attr := commandAttr() // the parent-death signal, where there is one
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Setpgid = true
 	cmd := &exec.Cmd{
 		Path:        "/bin/sh",
 		Args:        []string{"sh", "-c", h.cfg.Cmd},
 		Env:         h.cfg.Env,
 		Stdout:      w, // an *os.File: Wait does not wait for the output
 		Stderr:      w,
-		SysProcAttr: attr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// The parent-death signal fires when the thread that started the shell
-	// exits (golang/go#27505): keep this goroutine on it until the shell is
-	// reaped.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	err = cmd.Start()
+	// On Linux the shell gets a parent-death signal (see pdeath).
+	exited, err := pdeath.Start(cmd)
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -257,11 +252,6 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 	go func() {
 		defer close(outDone)
 		_, _ = io.Copy(out, r)
-	}()
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		_ = cmd.Wait()
 	}()
 
 	timeout := time.NewTimer(h.cfg.Timeout)
@@ -309,9 +299,8 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 }
 
 // endGroup sends SIGKILL to the check's group, waits for the shell (which
-// leads the group) to be reaped, then for the group to be empty, sending
-// SIGKILL again meanwhile in case a process was forking at the first one.
-// The wait is bounded by killWait.
+// leads the group) to be reaped, then for the group to be empty (see
+// awaitEmpty). The whole wait is bounded by killWait.
 //
 // When the shell has already exited and been reaped, its pid can only have
 // been reused as a group id if the group is empty and the pid space has
@@ -319,10 +308,11 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 // has a member.
 func (h *healthChecker) endGroup(pgid int, exited <-chan struct{}) {
 	kill := func() {
-		if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		if err := signalGroup(pgid, unix.SIGKILL); err != nil {
 			h.log.Warn("could not kill the health check's process group", "pgid", pgid, "error", err)
 		}
 	}
+	killedAt := time.Now()
 	kill()
 	giveUp := time.NewTimer(killWait)
 	defer giveUp.Stop()
@@ -334,20 +324,9 @@ func (h *healthChecker) endGroup(pgid int, exited <-chan struct{}) {
 		return
 	}
 	group := groupWatch{pgid: pgid}
-	if !group.alive() {
-		return
-	}
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for group.alive() {
-		select {
-		case <-tick.C:
-			kill()
-		case <-giveUp.C:
-			h.log.Warn("processes remain in the health check's group after SIGKILL; giving up waiting for them",
-				"pgid", pgid, "waited", killWait)
-			return
-		}
+	if group.alive() && !group.awaitEmpty(func() time.Time { return killedAt }, kill) {
+		h.log.Warn("processes remain in the health check's group after SIGKILL; giving up waiting for them",
+			"pgid", pgid, "waited", time.Since(killedAt).Round(time.Millisecond))
 	}
 }
 

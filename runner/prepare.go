@@ -1,16 +1,16 @@
 //go:build unix
 
+// Preparing a command ahead of time: Prepare starts the guard while
+// leaderrun still waits for the lease; Launch gives it the go-ahead;
+// Discard ends it unused.
+
 package runner
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -97,7 +97,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	log = log.Named("runner")
 	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
-	stopSig := cfg.KillSignal
+	stopSig := cfg.StopSignal
 	if stopSig == 0 {
 		stopSig = syscall.SIGTERM
 	}
@@ -286,84 +286,4 @@ func (p *Prepared) SetKillDeadline(t time.Time) error {
 	}
 	p.mu.Unlock()
 	return nil
-}
-
-// monotonicAt is t as a reading of the system's monotonic clock, in
-// nanoseconds, which the guard shares.
-func monotonicAt(t time.Time) (int64, error) {
-	now, err := monotonicNow()
-	if err != nil {
-		return 0, err
-	}
-	return now + int64(time.Until(t)), nil
-}
-
-// The go-ahead that Launch sends to the guard: a header of the kill deadline
-// (big-endian int64, a system monotonic clock reading in nanoseconds; 0 for
-// none), the number of environment entries and their total size (big-endian
-// uint32 each), then each entry followed by a NUL. Any content but NUL
-// (which execve cannot pass either) survives, and a message cut short (by
-// leaderrun's death while writing it) is told from a whole one.
-const (
-	launchHeader = 16
-	// maxLaunchSize bounds what the guard accepts, far above what execve
-	// takes on any system.
-	maxLaunchSize = 1 << 28
-)
-
-func encodeLaunch(deadline int64, env []string) ([]byte, error) {
-	size := 0
-	for i, kv := range env {
-		if strings.IndexByte(kv, 0) >= 0 {
-			return nil, fmt.Errorf("environment entry %d contains NUL", i)
-		}
-		size += len(kv) + 1
-	}
-	if size > maxLaunchSize {
-		return nil, fmt.Errorf("environment too large: %d bytes", size)
-	}
-	msg := make([]byte, launchHeader, launchHeader+size)
-	binary.BigEndian.PutUint64(msg[0:], uint64(deadline))
-	binary.BigEndian.PutUint32(msg[8:], uint32(len(env)))
-	binary.BigEndian.PutUint32(msg[12:], uint32(size))
-	for _, kv := range env {
-		msg = append(msg, kv...)
-		msg = append(msg, 0)
-	}
-	return msg, nil
-}
-
-// decodeLaunch reads a go-ahead. It returns io.EOF when r ended before any
-// of it, io.ErrUnexpectedEOF when it ended in the middle. The environment
-// is never nil.
-func decodeLaunch(r io.Reader) (deadline int64, env []string, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var head [launchHeader]byte
-	if _, err := io.ReadFull(br, head[:]); err != nil {
-		return 0, nil, err
-	}
-	deadline = int64(binary.BigEndian.Uint64(head[0:]))
-	count := binary.BigEndian.Uint32(head[8:])
-	size := binary.BigEndian.Uint32(head[12:])
-	if size > maxLaunchSize || count > size {
-		return 0, nil, fmt.Errorf("malformed go-ahead: %d entries in %d bytes", count, size)
-	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(br, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, nil, err
-	}
-	env = make([]string, 0, count)
-	if size > 0 {
-		if body[size-1] != 0 {
-			return 0, nil, errors.New("malformed go-ahead: unterminated entry")
-		}
-		env = strings.Split(string(body[:size-1]), "\x00")
-	}
-	if len(env) != int(count) {
-		return 0, nil, fmt.Errorf("malformed go-ahead: %d entries, %d announced", len(env), count)
-	}
-	return deadline, env, nil
 }

@@ -113,7 +113,7 @@ func TestStop(t *testing.T) {
 
 func TestStopCustomSignal(t *testing.T) {
 	t.Parallel()
-	r := startChild(t, Config{KillSignal: syscall.SIGUSR2}, "RUNNER_TEST_CHILD=catch", "RUNNER_TEST_SIGNALS=USR2", "RUNNER_TEST_EXIT_ON=USR2")
+	r := startChild(t, Config{StopSignal: syscall.SIGUSR2}, "RUNNER_TEST_CHILD=catch", "RUNNER_TEST_SIGNALS=USR2", "RUNNER_TEST_EXIT_ON=USR2")
 	r.expect(t, "ready")
 	r.p.Stop(time.Hour)
 	if res := r.wait(t); res != (Result{}) {

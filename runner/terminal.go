@@ -1,5 +1,8 @@
 //go:build unix
 
+// The controlling terminal: handing its foreground to the command's group
+// and taking it back.
+
 package runner
 
 import (

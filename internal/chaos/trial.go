@@ -1,9 +1,10 @@
+// A trial: staging the holder and the follower, injecting the fault,
+// waiting for the outcome, and tearing everything down.
+
 package chaos
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // leaderrun's defaults, which every trial uses, and what follows from them.
@@ -75,100 +76,6 @@ type Trial struct {
 	Timeout time.Duration
 }
 
-// Span is a measured duration; OK is false when it could not be measured
-// (say, the follower never ran).
-type Span struct {
-	D  time.Duration
-	OK bool
-}
-
-func span(d time.Duration) Span { return Span{D: d, OK: true} }
-
-func (s Span) String() string {
-	if !s.OK {
-		return "—"
-	}
-	return fmtDur(s.D)
-}
-
-// Exit is how a leaderrun process of the trial ended.
-type Exit struct {
-	Started bool
-	Ended   bool
-	// During: it ended before the trial's teardown signalled it (by
-	// itself, or by the fault).
-	During bool
-	Code   int            // exit status; -1 if a signal ended it
-	Signal syscall.Signal // the signal that ended it, 0 if none
-}
-
-func (e Exit) String() string {
-	switch {
-	case !e.Started:
-		return "not started"
-	case !e.Ended:
-		return "still running"
-	}
-	s := strconv.Itoa(e.Code)
-	if e.Signal != 0 {
-		s = e.Signal.String()
-	}
-	if !e.During {
-		s += " (after teardown's SIGTERM)"
-	}
-	return s
-}
-
-// Result is what a trial measured, and its verdict.
-type Result struct {
-	Trial
-	Lease, Container string
-	Start            time.Time
-	Wall             time.Duration // the whole trial
-
-	// FaultAt is when the fault began (for a proxy fault, just after the
-	// proxy's mode changed). LastRenewal is an upper bound of t_ok when the
-	// fault began: when the proxy last saw an acquire or renew request
-	// (polled every 5 ms), or FaultAt if one arrived as the fault began.
-	// WakeAt (Freeze) is the SIGCONT; TeardownAt when the trial began to
-	// stop what was left.
-	FaultAt, LastRenewal, WakeAt, TeardownAt time.Time
-
-	Procs   []Proc  // every process the children recorded
-	Overlap Overlap // the longest time a holder's and a follower's process both ran
-
-	// ChildAfterFault: the holder's group's end − FaultAt.
-	// AfterLastRenewal: the same end − LastRenewal, a lower bound of how
-	// long the group outlived t_ok (the rule: at most 14 s).
-	// Failover: the follower's child's begin − FaultAt.
-	// Gap: the follower's child's begin − the holder's group's end
-	// (negative when they overlapped).
-	// WakeToKill (Freeze): the holder's group's end − WakeAt.
-	ChildAfterFault, AfterLastRenewal, Failover, Gap, WakeToKill Span
-
-	HolderExit, FollowerExit Exit
-	// TermReset: the follower's term is not above the holder's (after
-	// StorageLoss the new blob starts again at term 1).
-	TermReset bool
-	// Injected counts the requests the proxy did not forward;
-	// RenewFailures the "lease renewal failed" lines in the holder's log.
-	Injected, RenewFailures int64
-	// MaxBeatGap is the longest time between two records of one process:
-	// how precisely a killed process's end is known in this trial.
-	MaxBeatGap time.Duration
-
-	// Failures are the scenario's expectations that were not met (product
-	// failures); Notes are observations. Err is set when the trial could not
-	// be run as designed (start-up, emulator, interruption): then there is
-	// no verdict.
-	Failures []string
-	Notes    []string
-	Err      error
-}
-
-// Failed reports whether the trial ran and an expectation was not met.
-func (r *Result) Failed() bool { return r.Err == nil && len(r.Failures) > 0 }
-
 // Run stages one trial: it starts the holder (behind its own fault proxy)
 // and the follower, injects the fault, waits for the outcome, stops
 // everything it started (by PID; leftovers of the children are killed and
@@ -179,7 +86,7 @@ func Run(ctx context.Context, env *Env, tr Trial) *Result {
 	if tr.Timeout <= 0 {
 		tr.Timeout = DefaultTrialTimeout
 	}
-	r := &Result{Trial: tr, Lease: "lease-" + randHex(6), Container: "chaos-" + randHex(8), Start: time.Now()}
+	r := &Result{Trial: tr, Lease: "lease-" + testenv.RandHex(6), Container: "chaos-" + testenv.RandHex(8), Start: time.Now()}
 	t := &trial{env: env, res: r, rec: NewRecords(filepath.Join(tr.Dir, "records"))}
 	tctx, cancel := context.WithTimeout(ctx, tr.Timeout)
 	err := t.stage(tctx)
@@ -204,7 +111,7 @@ type trial struct {
 
 	proxy            *faultproxy.Proxy
 	ops              *leaseOps
-	holder, follower *process
+	holder, follower *testenv.Process
 	faultOff         *time.Timer
 	frozen           bool
 	alignedAt        time.Time // FlakyShort: the renewal the fault is placed after
@@ -215,7 +122,7 @@ type trial struct {
 func (t *trial) holderArgs() []string {
 	p := t.res.Params
 	args := []string{"-l", t.res.Lease, "--container", t.res.Container,
-		"--endpoint", t.proxy.URL() + t.env.accountPath, "--identity", holderID, "--log-level", "trace",
+		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace",
 		"--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren)}
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
@@ -233,25 +140,25 @@ func (t *trial) followerArgs() []string {
 // could not be staged; product failures are recorded for judge.
 func (t *trial) stage(ctx context.Context) error {
 	var err error
-	if t.proxy, err = faultproxy.New(t.env.target); err != nil {
+	if t.proxy, err = faultproxy.New(t.env.storage.Target); err != nil {
 		return err
 	}
 	t.ops = watchLeaseOps(t.proxy)
 
 	// The holder talks through the proxy, with the account key (the
 	// connection string's endpoint would bypass it).
-	holderEnv := append(baseEnv(), "AZURE_STORAGE_ACCOUNT="+t.env.account, "AZURE_STORAGE_KEY="+t.env.key)
+	holderEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_ACCOUNT="+t.env.storage.Account, "AZURE_STORAGE_KEY="+t.env.storage.Key)
 	if t.holder, err = t.launch(holderID, holderEnv, t.holderArgs()); err != nil {
 		return err
 	}
-	if _, err := t.waitFor(ctx, time.Now().Add(startWait), func() bool { return t.rec.has(holderID) || t.holder.exited() }); err != nil {
+	if _, err := t.waitFor(ctx, time.Now().Add(startWait), func() bool { return t.rec.has(holderID) || t.holder.Exited() }); err != nil {
 		return err
 	}
 	if !t.rec.has(holderID) {
-		return fmt.Errorf("the holder's child did not start (holder: %s)%s", t.holder.exit(true), logTail(t.holder.log))
+		return fmt.Errorf("the holder's child did not start (holder: %s)%s", exitOf(t.holder, true), testenv.LogTail(t.holder.Log))
 	}
 
-	followerEnv := append(baseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.connString)
+	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	if t.follower, err = t.launch(followerID, followerEnv, t.followerArgs()); err != nil {
 		return err
 	}
@@ -259,26 +166,23 @@ func (t *trial) stage(ctx context.Context) error {
 	// held. Should that line change, a follower that is still running
 	// without having run its child after followerSettle is taken as
 	// waiting too.
-	logged := func() bool {
-		b, _ := os.ReadFile(t.follower.log)
-		return strings.Contains(string(b), "waiting for the lease")
-	}
-	settled := func() bool { return logged() || t.follower.exited() || t.rec.has(followerID) }
+	logged := func() bool { return testenv.LogHas(t.follower.Log, "waiting for the lease") }
+	settled := func() bool { return logged() || t.follower.Exited() || t.rec.has(followerID) }
 	if _, err := t.waitFor(ctx, time.Now().Add(followerSettle), settled); err != nil {
 		return err
 	}
-	if t.follower.exited() || t.rec.has(followerID) {
-		return fmt.Errorf("the follower did not settle into waiting (follower: %s)%s", t.follower.exit(true), logTail(t.follower.log))
+	if t.follower.Exited() || t.rec.has(followerID) {
+		return fmt.Errorf("the follower did not settle into waiting (follower: %s)%s", exitOf(t.follower, true), testenv.LogTail(t.follower.Log))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 
-	if !sleepCtx(ctx, t.res.Params.Warmup) {
+	if !testenv.SleepCtx(ctx, t.res.Params.Warmup) {
 		return ctx.Err()
 	}
-	if t.holder.exited() || t.rec.has(followerID) {
-		t.failures = append(t.failures, fmt.Sprintf("before any fault, the holder exited (%s) or the follower ran", t.holder.exit(true)))
+	if t.holder.Exited() || t.rec.has(followerID) {
+		t.failures = append(t.failures, fmt.Sprintf("before any fault, the holder exited (%s) or the follower ran", exitOf(t.holder, true)))
 		return nil
 	}
 	if err := t.inject(ctx); err != nil {
@@ -287,7 +191,7 @@ func (t *trial) stage(ctx context.Context) error {
 	if err := t.awaitEnd(ctx); err != nil {
 		return err
 	}
-	sleepCtx(ctx, linger)
+	testenv.SleepCtx(ctx, linger)
 	return t.rec.Poll()
 }
 
@@ -312,11 +216,11 @@ func (t *trial) inject(ctx context.Context) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("no renewal reached the proxy within %s", 2*RenewInterval)
 			}
-			if !sleepCtx(ctx, 2*time.Millisecond) {
+			if !testenv.SleepCtx(ctx, 2*time.Millisecond) {
 				return ctx.Err()
 			}
 		}
-		if !sleepCtx(ctx, time.Until(t.alignedAt.Add(p.Offset))) {
+		if !testenv.SleepCtx(ctx, time.Until(t.alignedAt.Add(p.Offset))) {
 			return ctx.Err()
 		}
 		t.fault(p.Mode, p.Length)
@@ -329,17 +233,17 @@ func (t *trial) inject(ctx context.Context) error {
 	case Kill9:
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
 		r.FaultAt = time.Now()
-		if err := t.holder.signal(syscall.SIGKILL); err != nil {
+		if err := t.holder.Signal(syscall.SIGKILL); err != nil {
 			return err
 		}
 	case Freeze:
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
-		if err := t.holder.signal(syscall.SIGSTOP); err != nil {
+		if err := t.holder.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
 		r.FaultAt, t.frozen = time.Now(), true
-		slept := sleepCtx(ctx, p.Length)
-		if err := t.holder.signal(syscall.SIGCONT); err != nil {
+		slept := testenv.SleepCtx(ctx, p.Length)
+		if err := t.holder.Signal(syscall.SIGCONT); err != nil {
 			return err
 		}
 		r.WakeAt, t.frozen = time.Now(), false
@@ -384,20 +288,20 @@ func (t *trial) awaitEnd(ctx context.Context) error {
 		if end := r.FaultAt.Add(r.Params.Length + time.Second); end.After(until) {
 			until = end
 		}
-		_, err := t.waitFor(ctx, until, func() bool { return t.holder.exited() || t.rec.has(followerID) })
+		_, err := t.waitFor(ctx, until, func() bool { return t.holder.Exited() || t.rec.has(followerID) })
 		return err
 	}
 	from := r.FaultAt
 	if !r.WakeAt.IsZero() {
 		from = r.WakeAt
 	}
-	done := func() bool { return t.holder.exited() && t.rec.has(followerID) }
+	done := func() bool { return t.holder.Exited() && t.rec.has(followerID) }
 	met, err := t.waitFor(ctx, from.Add(takeoverWait), done)
 	if err != nil || met {
 		return err
 	}
 	var missing []string
-	if !t.holder.exited() {
+	if !t.holder.Exited() {
 		missing = append(missing, "the holder had not exited")
 	}
 	if !t.rec.has(followerID) {
@@ -410,17 +314,14 @@ func (t *trial) awaitEnd(ctx context.Context) error {
 // waitFor polls the records every pollEvery until cond holds (true), the
 // deadline passes or ctx ends (false). An error is a malformed record.
 func (t *trial) waitFor(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
-	for {
-		if err := t.rec.Poll(); err != nil {
-			return false, err
+	var err error
+	met := testenv.WaitUntil(ctx, deadline, pollEvery, func() bool {
+		if err = t.rec.Poll(); err != nil {
+			return true
 		}
-		if cond() {
-			return true, nil
-		}
-		if !time.Now().Before(deadline) || !sleepCtx(ctx, min(pollEvery, time.Until(deadline))) {
-			return false, nil
-		}
-	}
+		return cond()
+	})
+	return met && err == nil, err
 }
 
 // breakLease runs `leaderrun break` with the default period; it returns a
@@ -430,7 +331,7 @@ func (t *trial) breakLease(ctx context.Context) string {
 	defer cancel()
 	logPath := filepath.Join(t.res.Dir, "break.log")
 	cmd := exec.CommandContext(bctx, t.env.Leaderrun, "break", "-l", t.res.Lease, "--container", t.res.Container)
-	cmd.Env = append(baseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.connString)
+	cmd.Env = append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	out, err := cmd.CombinedOutput()
 	_ = os.WriteFile(logPath, out, 0o644)
 	if err != nil {
@@ -445,7 +346,7 @@ func (t *trial) breakLease(ctx context.Context) string {
 func (t *trial) deleteStorage(ctx context.Context, what string) error {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cc, err := container.NewClientFromConnectionString(t.env.connString, t.res.Container, nil)
+	cc, err := container.NewClientFromConnectionString(t.env.storage.ConnString, t.res.Container, nil)
 	if err != nil {
 		return err
 	}
@@ -479,14 +380,14 @@ func (t *trial) teardown() {
 	}
 	r.TeardownAt = time.Now()
 	if t.frozen {
-		_ = t.holder.signal(syscall.SIGCONT)
+		_ = t.holder.Signal(syscall.SIGCONT)
 	}
-	holderDone, followerDone := t.holder.exited(), t.follower.exited()
+	holderDone, followerDone := t.holder.Exited(), t.follower.Exited()
 	// The follower first: in FlakyShort it is still waiting, and must not
 	// take the lease that the holder releases when it stops.
-	t.follower.stop(stopWait)
-	t.holder.stop(stopWait)
-	r.HolderExit, r.FollowerExit = t.holder.exit(holderDone), t.follower.exit(followerDone)
+	t.follower.Stop(stopWait)
+	t.holder.Stop(stopWait)
+	r.HolderExit, r.FollowerExit = exitOf(t.holder, holderDone), exitOf(t.follower, followerDone)
 
 	if err := t.rec.Poll(); err != nil && r.Err == nil {
 		r.Err = err
@@ -503,7 +404,7 @@ func (t *trial) teardown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if cc, err := container.NewClientFromConnectionString(t.env.connString, r.Container, nil); err == nil {
+	if cc, err := container.NewClientFromConnectionString(t.env.storage.ConnString, r.Container, nil); err == nil {
 		_, _ = cc.Delete(ctx, nil) // the emulator keeps everything in memory
 	}
 }
@@ -515,7 +416,7 @@ func (t *trial) reapLeftovers() {
 	for {
 		var alive []Proc
 		for _, p := range t.res.Procs {
-			if runningExe(p.PID, t.env.Child) {
+			if testenv.RunningExe(p.PID, t.env.Child) {
 				alive = append(alive, p)
 			}
 		}
@@ -534,261 +435,12 @@ func (t *trial) reapLeftovers() {
 	}
 }
 
-// judge checks the scenario's expectations and computes the measures.
-func (t *trial) judge() {
-	r := t.res
-	r.Failures = append(r.Failures, t.failures...)
-	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
-	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
-	if t.stalled != "" {
-		fail("%s", t.stalled)
-	}
-	r.Overlap = MaxOverlap(r.Procs)
-	r.MaxBeatGap = maxGap(r.Procs)
-	hg, hok := GroupOf(r.Procs, holderID)
-	fg, fok := GroupOf(r.Procs, followerID)
-	if !hok {
-		fail("the holder's child never ran")
-		return
-	}
-	// The holder's group is over once its leaderrun ended before teardown
-	// (leaderrun waits for the group; after kill -9 the guard kills it).
-	gone := r.HolderExit.During
-	if gone && !r.FaultAt.IsZero() {
-		r.ChildAfterFault = span(hg.End.Sub(r.FaultAt))
-		if !r.LastRenewal.IsZero() {
-			r.AfterLastRenewal = span(hg.End.Sub(r.LastRenewal))
-		}
-	}
-	if fok && !r.FaultAt.IsZero() {
-		r.Failover = span(fg.Begin.Sub(r.FaultAt))
-	}
-	if fok && gone {
-		r.Gap = span(fg.Begin.Sub(hg.End))
-	}
-	if gone && !r.WakeAt.IsZero() {
-		r.WakeToKill = span(hg.End.Sub(r.WakeAt))
-	}
-	if fok && fg.Term <= hg.Term {
-		r.TermReset = true
-		if r.Kind != StorageLoss {
-			fail("the term did not grow: follower term %d after holder term %d", fg.Term, hg.Term)
-		}
-	}
-	if r.Kind.Safety() && r.Overlap.D > 0 {
-		fail("overlap: %s", r.Overlap)
-	}
-
-	expectLost := func() {
-		if !r.HolderExit.During || r.HolderExit.Code != exitLost {
-			fail("holder exit %s, want %d (leadership lost)", r.HolderExit, exitLost)
-		}
-	}
-	expectTakeover := func() {
-		if !fok {
-			fail("the follower's child never began")
-		}
-	}
-	switch r.Kind {
-	case BlackHole, Reset, FlakyLong, Stubborn:
-		expectLost()
-		expectTakeover()
-		// LastRenewal ≥ t_ok, so AfterLastRenewal is at most the real
-		// time the group outlived t_ok: above 14 s is a certain breach.
-		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
-			fail("the holder's group ran %s after the last renewal it could have had: the rule is %s", s, fmtDur(DeadBy))
-		}
-		if r.Kind == Stubborn && hg.Ended {
-			note("the stubborn group wrote end records: it did not ignore SIGTERM as staged")
-		}
-	case Break:
-		expectLost()
-		expectTakeover()
-		if s := r.ChildAfterFault; s.OK && s.D > RenewInterval+2*time.Second {
-			fail("the holder's group ran %s after the break: it must stop at the next renewal (every %s)", s, fmtDur(RenewInterval))
-		}
-	case FlakyShort:
-		if r.HolderExit.During || r.HolderExit.Code == exitLost {
-			fail("leadership was not kept: the holder exited %s during a short fault", r.HolderExit)
-		}
-		for _, p := range r.Procs {
-			if p.Owner == holderID && p.End.Before(r.TeardownAt.Add(-200*time.Millisecond)) {
-				fail("the holder's %s (pid %d) stopped %s before the trial ended", p.Role, p.PID, fmtDur(r.TeardownAt.Sub(p.End)))
-			}
-		}
-		if fok {
-			fail("the follower's child ran during a short fault (began %s after the fault)", r.Failover)
-		}
-		if r.RenewFailures == 0 && r.Params.Mode.ErrorRate >= 1 {
-			note("no renewal failed: the fault missed the renewal it was aligned to")
-		}
-	case Kill9:
-		if r.HolderExit.Signal != syscall.SIGKILL {
-			note("holder exit %s, expected SIGKILL", r.HolderExit)
-		}
-		expectTakeover()
-		if s := r.ChildAfterFault; s.OK && s.D > time.Second {
-			fail("the holder's group ran %s after kill -9 of leaderrun: it must die at once", s)
-		}
-	case Freeze:
-		expectLost()
-		expectTakeover()
-		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
-			fail("the holder's group ran %s after the last renewal while leaderrun was frozen: the guard must kill it by %s", s, fmtDur(DeadBy))
-		}
-	case StorageLoss:
-		if !gone || !hg.End.Before(r.TeardownAt) {
-			fail("the holder's child was not killed (holder exit %s)", r.HolderExit)
-		}
-		if r.Kind == StorageLoss {
-			if s := r.ChildAfterFault; s.OK && s.D > RenewInterval+2*time.Second {
-				note("the holder's group ran %s after the %s was deleted: it should stop at the next renewal", s, r.Params.Delete)
-			}
-			if r.TermReset {
-				note("term reset: the follower's term %d is not above the holder's %d (the new blob starts again)", fg.Term, hg.Term)
-			}
-		}
-		if r.Overlap.D > 0 {
-			note("residual window: %s", r.Overlap)
-		}
-	}
-	if r.MaxBeatGap > 250*time.Millisecond {
-		note("a heartbeat gap of %s: the machine was loaded, ends are known to that precision", fmtDur(r.MaxBeatGap))
-	}
-}
-
-// process is a leaderrun process that the trial started.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done <-chan struct{} // closed when it has exited and been reaped
-}
-
 // launch starts leaderrun with args, its output (and its child's) to
-// DIR/NAME.log. See sysProcAttr.
-func (t *trial) launch(name string, env, args []string) (*process, error) {
-	logPath := filepath.Join(t.res.Dir, name+".log")
+// DIR/NAME.log (see testenv.StartLogged).
+func (t *trial) launch(name string, env, args []string) (*testenv.Process, error) {
 	cmd := exec.Command(t.env.Leaderrun, args...)
 	cmd.Env, cmd.Dir = env, t.res.Dir
-	done, err := StartLogged(cmd, logPath)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &process{name: name, cmd: cmd, log: logPath, done: done}, nil
-}
-
-func (p *process) exited() bool {
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to the process (by PID; os.Process uses a pidfd where
-// it can, so a reused PID is never hit).
-func (p *process) signal(sig syscall.Signal) error {
-	if p == nil || p.exited() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal %s %v: %w", p.name, sig, err)
-	}
-	return nil
-}
-
-// stop sends SIGTERM, and SIGKILL if it has not exited after grace.
-func (p *process) stop(grace time.Duration) {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *process) exit(during bool) Exit {
-	if p == nil {
-		return Exit{}
-	}
-	if !p.exited() {
-		return Exit{Started: true}
-	}
-	e := Exit{Started: true, Ended: true, During: during, Code: p.cmd.ProcessState.ExitCode()}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		e.Signal = ws.Signal()
-	}
-	return e
-}
-
-// leaseOps watches the proxy's count of acquire and renew requests (polled
-// every 5 ms), and remembers when it last grew.
-type leaseOps struct {
-	mu   sync.Mutex
-	n    int64
-	last time.Time
-	quit chan struct{}
-	done chan struct{}
-}
-
-func leaseOpCount(c faultproxy.Counts) int64 {
-	return c.ByOp[faultproxy.OpAcquire] + c.ByOp[faultproxy.OpRenew]
-}
-
-func watchLeaseOps(p *faultproxy.Proxy) *leaseOps {
-	w := &leaseOps{quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.quit:
-				return
-			case <-tick.C:
-			}
-			n := leaseOpCount(p.Counts())
-			w.mu.Lock()
-			if n != w.n {
-				w.n, w.last = n, time.Now()
-			}
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-func (w *leaseOps) stop() {
-	close(w.quit)
-	<-w.done
-}
-
-// snapshot returns the count and when it last grew.
-func (w *leaseOps) snapshot() (int64, time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n, w.last
-}
-
-// lastBefore returns an upper bound of when the last lease request counted
-// in c (read at readAt) reached the proxy.
-func (w *leaseOps) lastBefore(c faultproxy.Counts, readAt time.Time) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if leaseOpCount(c) == w.n && !w.last.IsZero() {
-		return w.last
-	}
-	return readAt
+	return testenv.StartLogged(name, cmd, filepath.Join(t.res.Dir, name+".log"))
 }
 
 // has reports whether a process of owner has begun.
@@ -799,37 +451,4 @@ func (r *Records) has(owner string) bool {
 		}
 	}
 	return false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
-}
-
-// logTail is the end of a log file, for an error message.
-func logTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return "\n" + path + " (last lines):\n  " + strings.Join(lines, "\n  ")
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

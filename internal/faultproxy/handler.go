@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // serve is the proxy's handler: count, judge by the mode, then reset, hold,
@@ -45,7 +47,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	case m.BlackHole:
 		p.hold(ctx, w, r)
 	default:
-		if d := m.latency(); d > 0 && !sleep(ctx, d) {
+		if d := m.latency(); d > 0 && !testenv.SleepCtx(ctx, d) {
 			panic(http.ErrAbortHandler)
 		}
 		if fail {
@@ -53,18 +55,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.forward(ctx, w, r)
-	}
-}
-
-// sleep waits d; false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

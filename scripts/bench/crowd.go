@@ -13,6 +13,7 @@ import (
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // crowdResult is figure 6 for one number of contenders.
@@ -54,8 +55,8 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 	}
 	recPath := filepath.Join(dir, "records")
 	rec := chaos.NewRecords(recPath)
-	name := fmt.Sprintf("crowd%d-%s", n, randHex(4))
-	p, err := faultproxy.New(b.az.target)
+	name := fmt.Sprintf("crowd%d-%s", n, testenv.RandHex(4))
+	p, err := faultproxy.New(b.az.Target)
 	if err != nil {
 		r.err = err.Error()
 		return r
@@ -66,10 +67,10 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 	// even if leadership stopped passing around.
 	giveUp := time.Duration(n)*(b.o.crowdRun+time.Second) + 2*time.Minute
 
-	var procs []*proc
+	var procs []*testenv.Process
 	defer func() {
 		for _, q := range procs {
-			q.stop(5 * time.Second)
+			q.Stop(5 * time.Second)
 		}
 		b.reapChildren(rec)
 	}()
@@ -83,12 +84,12 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		return r
 	}
 	procs = append(procs, holder)
-	if !waitFor(ctx, 20*time.Second, func() bool { return logHas(holder.log, "acquired lease") || holder.exited() }) || holder.exited() {
+	if !waitFor(ctx, 20*time.Second, func() bool { return testenv.LogHas(holder.Log, "acquired lease") || holder.Exited() }) || holder.Exited() {
 		if ctx.Err() != nil {
 			r.err = "interrupted"
 			return r
 		}
-		r.err = "the holder did not acquire the lease" + logTail(holder.log)
+		r.err = "the holder did not acquire the lease" + testenv.LogTail(holder.Log)
 		return r
 	}
 
@@ -118,22 +119,22 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 	pending := slices.Clone(contenders)
 	settled := false
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
-		pending = slices.DeleteFunc(pending, func(q *proc) bool { return q.exited() || logHas(q.log, "waiting for the lease") })
+		pending = slices.DeleteFunc(pending, func(q *testenv.Process) bool { return q.Exited() || testenv.LogHas(q.Log, "waiting for the lease") })
 		if settled = len(pending) == 0; settled {
 			break
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		testenv.SleepCtx(ctx, 200*time.Millisecond)
 	}
 	if !settled {
 		r.err = "not every contender settled into waiting within 60 s"
 		return r
 	}
 	for _, q := range contenders {
-		if q.exited() {
-			r.err = fmt.Sprintf("%s exited while the holder held the lease (status %d)%s", q.name, q.exitCode(), logTail(q.log))
+		if q.Exited() {
+			r.err = fmt.Sprintf("%s exited while the holder held the lease (status %d)%s", q.Name, q.ExitCode(), testenv.LogTail(q.Log))
 			return r
 		}
-		s := readProcStat(q.pid(), b.tick)
+		s := readProcStat(q.Pid(), b.tick)
 		r.pssTotal += s.PSS
 		r.rssTotal += s.RSS
 	}
@@ -172,10 +173,10 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		}
 	}()
 	tRelease := time.Now()
-	holder.signal(syscall.SIGTERM)
+	holder.Signal(syscall.SIGTERM)
 	done := waitFor(ctx, giveUp+30*time.Second, func() bool { // exited() reads a channel: cheap
 		for _, q := range contenders {
-			if !q.exited() {
+			if !q.Exited() {
 				return false
 			}
 		}
@@ -219,7 +220,7 @@ func peakRate(ctx context.Context, p *faultproxy.Proxy, d time.Duration) int64 {
 	var peak, prev int64
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
-		if !sleepCtx(ctx, min(time.Second, time.Until(end))) {
+		if !testenv.SleepCtx(ctx, min(time.Second, time.Until(end))) {
 			break
 		}
 		c := p.Counts()

@@ -3,22 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // binaries are what the bench builds.
@@ -28,24 +24,12 @@ type binaries struct {
 	child     string // the chaos child (internal/chaos/child)
 }
 
-// emulator is the Azurite instance the bench started.
-type emulator struct {
-	connString  string
-	account     string
-	key         string
-	target      string // http://127.0.0.1:PORT
-	accountPath string // /devstoreaccount1
-	version     string
-	pid         int // the emulator's process, for its CPU time; 0 if unknown
-	stop        func()
-}
-
 // etcdServer is the etcd the bench started for the side-by-side runs.
 type etcdServer struct {
 	endpoint string // 127.0.0.1:PORT
 	version  string
 	ctl      string // etcdctl's path
-	proc     *proc
+	proc     *testenv.Process
 }
 
 // machine describes where the bench ran.
@@ -66,55 +50,16 @@ func build(ctx context.Context, root, dir string) (binaries, error) {
 		stripped:  filepath.Join(dir, "leaderrun-stripped"),
 		child:     filepath.Join(dir, "chaoschild"),
 	}
-	if err := chaos.Build(ctx, root, ".", bins.leaderrun); err != nil {
+	if err := testenv.Build(ctx, root, ".", bins.leaderrun); err != nil {
 		return bins, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bins.stripped, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return bins, fmt.Errorf("go build -ldflags='-s -w': %w\n%s", err, out)
+	if err := testenv.Build(ctx, root, ".", bins.stripped, "-ldflags=-s -w"); err != nil {
+		return bins, err
 	}
-	if err := chaos.Build(ctx, root, chaos.ChildPackage, bins.child); err != nil {
+	if err := testenv.Build(ctx, root, chaos.ChildPackage, bins.child); err != nil {
 		return bins, err
 	}
 	return bins, nil
-}
-
-// startAzurite starts the emulator with scripts/azurite.sh, in
-// $AZURITE_STATE_DIR if set (scripts/bench.sh sets it, to stop it even if
-// this driver is killed), else under work.
-func startAzurite(ctx context.Context, root, work string) (*emulator, error) {
-	cs, stop, err := chaos.StartAzurite(ctx, root, work)
-	if err != nil {
-		return nil, err
-	}
-	e := &emulator{connString: cs, version: azuriteVersion(root), stop: stop}
-	state := os.Getenv("AZURITE_STATE_DIR")
-	if state == "" {
-		state = filepath.Join(work, "azurite")
-	}
-	if b, err := os.ReadFile(filepath.Join(state, "pid")); err == nil {
-		e.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	kv := map[string]string{}
-	for part := range strings.SplitSeq(e.connString, ";") {
-		if k, v, ok := strings.Cut(part, "="); ok {
-			kv[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-		}
-	}
-	e.account, e.key = kv["accountname"], kv["accountkey"]
-	u, err := url.Parse(kv["blobendpoint"])
-	if err != nil || e.account == "" || e.key == "" || u.Host == "" {
-		e.stop()
-		return nil, errors.New("scripts/azurite.sh start printed no usable connection string")
-	}
-	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
-		e.stop()
-		return nil, fmt.Errorf("the emulator is not on a loopback address (%s)", u.Host)
-	}
-	e.target = "http://" + u.Host
-	e.accountPath = strings.TrimSuffix(u.Path, "/")
-	return e, nil
 }
 
 // azuriteVersion is the pinned version in scripts/azurite/package.json.
@@ -162,33 +107,33 @@ func (b *bench) startEtcd(ctx context.Context) (*etcdServer, string) {
 			"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 			"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 			"--initial-cluster", "bench=http://" + peer}
-		p, err := b.launch("etcd", filepath.Join(b.work, "etcd.log"), baseEnv(), argv)
+		p, err := b.launch("etcd", filepath.Join(b.work, "etcd.log"), testenv.BaseEnv(), argv)
 		if err != nil {
 			return nil, "etcd did not start: " + err.Error()
 		}
 		s := &etcdServer{endpoint: client, version: ver, ctl: ctl, proc: p}
 		up := waitFor(ctx, 15*time.Second, func() bool {
-			if p.exited() {
+			if p.Exited() {
 				return true
 			}
 			c := exec.Command(ctl, "--endpoints="+client, "--command-timeout=1s", "endpoint", "health")
 			c.Env = s.env()
 			return c.Run() == nil
 		})
-		if up && !p.exited() {
+		if up && !p.Exited() {
 			return s, ""
 		}
-		p.stop(5 * time.Second)
+		p.Stop(5 * time.Second)
 		if ctx.Err() != nil {
 			return nil, "interrupted"
 		}
 	}
-	return nil, "etcd did not become healthy (see etcd.log)"
+	return nil, "etcd did not become healthy (see etcd.Log)"
 }
 
 // env is the environment of etcdctl.
 func (s *etcdServer) env(extra ...string) []string {
-	return append(append(baseEnv(), "ETCDCTL_API=3"), extra...)
+	return append(append(testenv.BaseEnv(), "ETCDCTL_API=3"), extra...)
 }
 
 // lockArgv is `etcdctl --endpoints=… lock [--ttl N] NAME -- argv…`.
@@ -212,35 +157,17 @@ func freePort() string {
 	return ln.Addr().String()
 }
 
-// baseEnv is the environment of every process the bench starts: the
-// caller's, without anything that would point leaderrun elsewhere
-// (AZURE_*, LEADERRUN_*), make it talk to systemd, or send etcdctl to
-// another cluster (ETCDCTL_*).
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "AZURE_"), strings.HasPrefix(k, "LEADERRUN_"), strings.HasPrefix(k, "ETCDCTL_"),
-			k == "NOTIFY_SOCKET", k == "WATCHDOG_USEC", k == "WATCHDOG_PID":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
 // direct is the environment of a leaderrun that talks to the emulator
 // directly.
 func (b *bench) direct(extra ...string) []string {
-	return append(append(baseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+b.az.connString), extra...)
+	return append(append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+b.az.ConnString), extra...)
 }
 
 // viaProxy is the environment and the endpoint flags of a leaderrun whose
 // requests go through p (so that they are counted).
 func (b *bench) viaProxy(p *faultproxy.Proxy) (env, flags []string) {
-	env = append(baseEnv(), "AZURE_STORAGE_ACCOUNT="+b.az.account, "AZURE_STORAGE_KEY="+b.az.key)
-	return env, []string{"--endpoint", p.URL() + b.az.accountPath}
+	env = append(testenv.BaseEnv(), "AZURE_STORAGE_ACCOUNT="+b.az.Account, "AZURE_STORAGE_KEY="+b.az.Key)
+	return env, []string{"--endpoint", p.URL() + b.az.AccountPath}
 }
 
 // lr is leaderrun's argv: -l lease --container C flags… -- command….
@@ -293,11 +220,4 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// randHex is n random bytes in hex, for unique lease names.
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

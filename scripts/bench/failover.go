@@ -12,6 +12,7 @@ import (
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // failoverResult is figure 3: kill -9 of the leader.
@@ -155,8 +156,8 @@ func (w *renewWatch) lastAt() time.Time {
 func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failover, sinceRenewal, survival time.Duration, err error) {
 	recPath := filepath.Join(dir, fmt.Sprintf("records-%d", i))
 	rec := chaos.NewRecords(recPath)
-	name := "failover-" + randHex(4)
-	p, err := faultproxy.New(b.az.target)
+	name := "failover-" + testenv.RandHex(4)
+	p, err := faultproxy.New(b.az.Target)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -170,7 +171,7 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 		watch.lastAt()
 		return 0, 0, 0, err
 	}
-	defer leader.stop(5 * time.Second)
+	defer leader.Stop(5 * time.Second)
 	if _, err := awaitChild(ctx, rec, lid, leader, 30*time.Second); err != nil {
 		watch.lastAt()
 		return 0, 0, 0, err
@@ -182,14 +183,14 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 		return 0, 0, 0, err
 	}
 	defer func() {
-		follower.stop(10 * time.Second)
+		follower.Stop(10 * time.Second)
 		b.reapChildren(rec)
 	}()
-	if !waitFor(ctx, 15*time.Second, func() bool { return logHas(follower.log, "waiting for the lease") || follower.exited() }) || follower.exited() {
+	if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(follower.Log, "waiting for the lease") || follower.Exited() }) || follower.Exited() {
 		watch.lastAt()
-		return 0, 0, 0, fmt.Errorf("%s did not settle into waiting%s", fid, logTail(follower.log))
+		return 0, 0, 0, fmt.Errorf("%s did not settle into waiting%s", fid, testenv.LogTail(follower.Log))
 	}
-	if !sleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
+	if !testenv.SleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
 		watch.lastAt()
 		return 0, 0, 0, fmt.Errorf("interrupted")
 	}
@@ -201,14 +202,14 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 	}
 	exe := absPath(b.bin.child)
 	t0 := time.Now()
-	leader.signal(syscall.SIGKILL)
+	leader.Signal(syscall.SIGKILL)
 	lastRenewal := watch.lastAt()
 	// Watch the child die: every millisecond, up to 5 s.
-	for alive(child.PID, exe) && time.Since(t0) < 5*time.Second {
+	for testenv.RunningExe(child.PID, exe) && time.Since(t0) < 5*time.Second {
 		time.Sleep(time.Millisecond)
 	}
 	survival = time.Since(t0)
-	if alive(child.PID, exe) {
+	if testenv.RunningExe(child.PID, exe) {
 		killPID(child.PID, exe)
 		return 0, 0, 0, fmt.Errorf("the crashed leader's child was still running 5 s after kill -9")
 	}
@@ -225,7 +226,7 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 func (b *bench) failoverEtcd(ctx context.Context, dir string, i int) (failover time.Duration, orphan bool, err error) {
 	recPath := filepath.Join(dir, fmt.Sprintf("records-etcd-%d", i))
 	rec := chaos.NewRecords(recPath)
-	name := "failover-" + randHex(4)
+	name := "failover-" + testenv.RandHex(4)
 	lid, fid := fmt.Sprintf("etcd%d-leader", i), fmt.Sprintf("etcd%d-follower", i)
 	leader, err := b.launch(lid, filepath.Join(dir, lid+".log"), b.etcd.env("LEADERRUN_IDENTITY="+lid),
 		b.etcd.lockArgv(name, etcdTTL, b.bin.child, "-log", recPath))
@@ -234,7 +235,7 @@ func (b *bench) failoverEtcd(ctx context.Context, dir string, i int) (failover t
 	}
 	exe := absPath(b.bin.child)
 	defer func() {
-		leader.signalGroup(syscall.SIGKILL)
+		leader.SignalGroup(syscall.SIGKILL)
 		b.reapChildren(rec)
 	}()
 	if _, err := awaitChild(ctx, rec, lid, leader, 20*time.Second); err != nil {
@@ -246,12 +247,12 @@ func (b *bench) failoverEtcd(ctx context.Context, dir string, i int) (failover t
 		return 0, false, err
 	}
 	defer func() {
-		follower.signalGroup(syscall.SIGTERM)
-		if !follower.wait(10 * time.Second) {
-			follower.signalGroup(syscall.SIGKILL)
+		follower.SignalGroup(syscall.SIGTERM)
+		if !follower.Wait(10 * time.Second) {
+			follower.SignalGroup(syscall.SIGKILL)
 		}
 	}()
-	if !sleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
+	if !testenv.SleepCtx(ctx, 500*time.Millisecond+rand.N(5*time.Second)) {
 		return 0, false, fmt.Errorf("interrupted")
 	}
 	_ = rec.Poll()
@@ -260,12 +261,12 @@ func (b *bench) failoverEtcd(ctx context.Context, dir string, i int) (failover t
 		return 0, false, fmt.Errorf("no record of %s's command", lid)
 	}
 	t0 := time.Now()
-	leader.signal(syscall.SIGKILL)
+	leader.Signal(syscall.SIGKILL)
 	at, err := awaitChild(ctx, rec, fid, follower, time.Duration(etcdTTL)*time.Second+20*time.Second)
 	if err != nil {
 		return 0, false, err
 	}
-	orphan = alive(child.PID, exe)
+	orphan = testenv.RunningExe(child.PID, exe)
 	killPID(child.PID, exe)
 	return at.Sub(t0), orphan, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // handoverResult is figure 2 for one poll interval (or for etcd): the time
@@ -51,7 +52,7 @@ func childOf(rec *chaos.Records, owner string) (chaos.Proc, bool) {
 
 // awaitChild polls the records until owner's child has begun, the process
 // that should start it has exited, ctx ends or d passes.
-func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *proc, d time.Duration) (time.Time, error) {
+func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *testenv.Process, d time.Duration) (time.Time, error) {
 	var at time.Time
 	ok := waitFor(ctx, d, func() bool {
 		if err := rec.Poll(); err != nil {
@@ -59,7 +60,7 @@ func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *proc, 
 		}
 		var seen bool
 		at, seen = beginOf(rec, owner)
-		return seen || p.exited()
+		return seen || p.Exited()
 	})
 	if err := rec.Poll(); err != nil {
 		return at, err
@@ -67,12 +68,12 @@ func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *proc, 
 	switch {
 	case !at.IsZero():
 		return at, nil
-	case p.exited():
-		return at, fmt.Errorf("%s exited (status %d) before its child began%s", owner, p.exitCode(), logTail(p.log))
+	case p.Exited():
+		return at, fmt.Errorf("%s exited (status %d) before its child began%s", owner, p.ExitCode(), testenv.LogTail(p.Log))
 	case !ok && ctx.Err() != nil:
 		return at, fmt.Errorf("interrupted")
 	}
-	return at, fmt.Errorf("%s's child did not begin within %s%s", owner, d, logTail(p.log))
+	return at, fmt.Errorf("%s's child did not begin within %s%s", owner, d, testenv.LogTail(p.Log))
 }
 
 // handoverLeaderrun measures graceful handovers at one poll interval. A
@@ -92,7 +93,7 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 	}
 	recPath := filepath.Join(dir, "records")
 	rec := chaos.NewRecords(recPath)
-	name := "handover-" + randHex(4)
+	name := "handover-" + testenv.RandHex(4)
 	// Every leaderrun talks through its own counting proxy, whose clock
 	// times its requests.
 	var clocks []*opClock
@@ -102,9 +103,9 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 			_ = c.p.Close()
 		}
 	}()
-	start := func(i int) (*proc, string, *opClock, error) {
+	start := func(i int) (*testenv.Process, string, *opClock, error) {
 		id := fmt.Sprintf("h%02d", i)
-		px, err := faultproxy.New(b.az.target)
+		px, err := faultproxy.New(b.az.Target)
 		if err != nil {
 			return nil, id, nil, err
 		}
@@ -124,7 +125,7 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 	}
 	if _, err := awaitChild(ctx, rec, id, leader, 20*time.Second); err != nil {
 		r.err = err.Error()
-		leader.stop(10 * time.Second)
+		leader.Stop(10 * time.Second)
 		return r
 	}
 	for i := 1; i <= b.o.handovers && r.err == ""; i++ {
@@ -134,32 +135,32 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 			break
 		}
 		waiting := waitFor(ctx, 15*time.Second, func() bool {
-			return logHas(follower.log, "waiting for the lease") || follower.exited()
+			return testenv.LogHas(follower.Log, "waiting for the lease") || follower.Exited()
 		})
-		if !waiting || follower.exited() {
-			r.err = fmt.Sprintf("%s did not settle into waiting%s", fid, logTail(follower.log))
-			follower.stop(10 * time.Second)
+		if !waiting || follower.Exited() {
+			r.err = fmt.Sprintf("%s did not settle into waiting%s", fid, testenv.LogTail(follower.Log))
+			follower.Stop(10 * time.Second)
 			break
 		}
-		if !sleepCtx(ctx, rand.N(poll+poll/5)) {
+		if !testenv.SleepCtx(ctx, rand.N(poll+poll/5)) {
 			r.err = "interrupted"
-			follower.stop(10 * time.Second)
+			follower.Stop(10 * time.Second)
 			break
 		}
 		t0 := time.Now()
-		leader.signal(syscall.SIGTERM)
+		leader.Signal(syscall.SIGTERM)
 		at, err := awaitChild(ctx, rec, fid, follower, 3*poll+20*time.Second)
 		if err != nil {
 			r.err = err.Error()
-			follower.stop(10 * time.Second)
+			follower.Stop(10 * time.Second)
 			break
 		}
 		r.d = append(r.d, at.Sub(t0))
-		if !leader.wait(15 * time.Second) {
-			r.err = "the old leader did not exit within 15 s of its SIGTERM" + logTail(leader.log)
-			leader.stop(time.Second)
+		if !leader.Wait(15 * time.Second) {
+			r.err = "the old leader did not exit within 15 s of its SIGTERM" + testenv.LogTail(leader.Log)
+			leader.Stop(time.Second)
 		}
-		sleepCtx(ctx, 5*time.Millisecond) // the clocks' last ticks
+		testenv.SleepCtx(ctx, 5*time.Millisecond) // the clocks' last ticks
 		rel, ok1 := leaderClock.firstAfter(faultproxy.OpRelease, t0)
 		acq, ok2 := followerClock.firstAfter(faultproxy.OpAcquire, rel)
 		read, ok3 := followerClock.lastBefore(faultproxy.OpGetProperties, acq)
@@ -171,7 +172,7 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 		leaderClock.close()
 		leader, leaderClock = follower, followerClock
 	}
-	leader.stop(10 * time.Second)
+	leader.Stop(10 * time.Second)
 	if err := rec.Poll(); err == nil {
 		r.overlap = chaos.MaxOverlap(rec.Procs())
 	}
@@ -198,8 +199,8 @@ func (b *bench) handoverEtcd(ctx context.Context) handoverResult {
 	}
 	recPath := filepath.Join(dir, "records")
 	rec := chaos.NewRecords(recPath)
-	name := "handover-" + randHex(4)
-	start := func(i int) (*proc, string, error) {
+	name := "handover-" + testenv.RandHex(4)
+	start := func(i int) (*testenv.Process, string, error) {
 		id := fmt.Sprintf("e%02d", i)
 		p, err := b.launch(id, filepath.Join(dir, id+".log"), b.etcd.env("LEADERRUN_IDENTITY="+id),
 			b.etcd.lockArgv(name, 0, b.bin.child, "-log", recPath))
@@ -212,7 +213,7 @@ func (b *bench) handoverEtcd(ctx context.Context) handoverResult {
 	}
 	if _, err := awaitChild(ctx, rec, id, leader, 20*time.Second); err != nil {
 		r.err = err.Error()
-		leader.stop(5 * time.Second)
+		leader.Stop(5 * time.Second)
 		return r
 	}
 	for i := 1; i <= b.o.handovers && r.err == ""; i++ {
@@ -223,35 +224,35 @@ func (b *bench) handoverEtcd(ctx context.Context) handoverResult {
 		}
 		// etcdctl says nothing while it waits: give it time to connect and
 		// queue its lock request.
-		if !sleepCtx(ctx, 300*time.Millisecond+rand.N(200*time.Millisecond)) {
+		if !testenv.SleepCtx(ctx, 300*time.Millisecond+rand.N(200*time.Millisecond)) {
 			r.err = "interrupted"
-			follower.signalGroup(syscall.SIGKILL)
+			follower.SignalGroup(syscall.SIGKILL)
 			break
 		}
-		if _, ran := beginOf(rec, fid); ran || follower.exited() {
-			r.err = fmt.Sprintf("%s did not wait for the lock%s", fid, logTail(follower.log))
-			follower.signalGroup(syscall.SIGKILL)
+		if _, ran := beginOf(rec, fid); ran || follower.Exited() {
+			r.err = fmt.Sprintf("%s did not wait for the lock%s", fid, testenv.LogTail(follower.Log))
+			follower.SignalGroup(syscall.SIGKILL)
 			break
 		}
 		t0 := time.Now()
-		leader.signalGroup(syscall.SIGTERM)
+		leader.SignalGroup(syscall.SIGTERM)
 		at, err := awaitChild(ctx, rec, fid, follower, 20*time.Second)
 		if err != nil {
 			r.err = err.Error()
-			follower.signalGroup(syscall.SIGKILL)
+			follower.SignalGroup(syscall.SIGKILL)
 			break
 		}
 		r.d = append(r.d, at.Sub(t0))
-		if !leader.wait(10 * time.Second) {
-			leader.signalGroup(syscall.SIGKILL)
-			leader.wait(5 * time.Second)
+		if !leader.Wait(10 * time.Second) {
+			leader.SignalGroup(syscall.SIGKILL)
+			leader.Wait(5 * time.Second)
 		}
 		leader = follower
 	}
-	leader.signalGroup(syscall.SIGTERM)
-	if !leader.wait(10 * time.Second) {
-		leader.signalGroup(syscall.SIGKILL)
-		leader.wait(5 * time.Second)
+	leader.SignalGroup(syscall.SIGTERM)
+	if !leader.Wait(10 * time.Second) {
+		leader.SignalGroup(syscall.SIGKILL)
+		leader.Wait(5 * time.Second)
 	}
 	if err := rec.Poll(); err == nil {
 		r.overlap = chaos.MaxOverlap(rec.Procs())

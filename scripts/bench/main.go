@@ -50,7 +50,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -201,7 +201,8 @@ type bench struct {
 	root      string
 	work      string
 	bin       binaries
-	az        *emulator
+	az        *testenv.Emulator
+	azVersion string // the pinned Azurite version
 	etcd      *etcdServer
 	etcdWhy   string // why etcd's columns are n/a
 	container string // every lease of the run lives in this container
@@ -209,7 +210,7 @@ type bench struct {
 	mach      machine
 
 	mu    sync.Mutex
-	procs []*proc
+	procs []*testenv.Process
 }
 
 // results are the figures, each with the reason it could not be measured.
@@ -227,7 +228,7 @@ type results struct {
 
 func drive(o options, args []string) (int, error) {
 	begin := time.Now()
-	root, err := chaos.ModuleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return 2, err
 	}
@@ -235,7 +236,7 @@ func drive(o options, args []string) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	b := &bench{o: o, root: root, work: work, container: "bench-" + randHex(6), tick: clockTick(), mach: describeMachine()}
+	b := &bench{o: o, root: root, work: work, container: "bench-" + testenv.RandHex(6), tick: clockTick(), mach: describeMachine()}
 	defer func() {
 		if o.keep {
 			fmt.Fprintf(os.Stderr, "bench: working directory kept: %s\n", work)
@@ -260,10 +261,11 @@ func drive(o options, args []string) (int, error) {
 		b.bin.leaderrun = absPath(o.leaderrun)
 	}
 	progress("starting Azurite")
-	if b.az, err = startAzurite(ctx, root, work); err != nil {
+	if b.az, err = testenv.StartAzurite(ctx, root, work); err != nil {
 		return 2, err
 	}
-	defer b.az.stop()
+	b.azVersion = azuriteVersion(root)
+	defer b.az.Stop()
 	defer b.stopAll() // before the emulator stops (defers run last-in first-out)
 	if o.useEtcd {
 		progress("starting etcd")

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,176 +14,64 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/pdeath"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
-// proc is a process the bench started. It leads its own process group (so a
-// Ctrl-C meant for the driver does not reach it, and a group signal reaches
-// what it started without leaving the group), and has a parent-death signal,
-// so that it cannot outlive a driver that dies abruptly.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done <-chan struct{} // closed when it has exited and been reaped
-}
-
 // launch starts argv with env, its output to logPath (appended), and
-// registers it for the final cleanup.
-func (b *bench) launch(name, logPath string, env, argv []string) (*proc, error) {
+// registers it for the final cleanup. See testenv.StartLogged: its own
+// process group, and a parent-death signal.
+func (b *bench) launch(name, logPath string, env, argv []string) (*testenv.Process, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, b.work
-	done, err := chaos.StartLogged(cmd, logPath)
+	p, err := testenv.StartLogged(name, cmd, logPath)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, err
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: done}
 	b.mu.Lock()
 	b.procs = append(b.procs, p)
 	b.mu.Unlock()
 	return p, nil
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to the process alone (os.Process uses a pidfd where it
-// can, so a reused pid is never hit).
-func (p *proc) signal(sig syscall.Signal) {
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// signalGroup sends sig to the process group the bench created for it.
-func (p *proc) signalGroup(sig syscall.Signal) {
-	if !p.exited() {
-		_ = unix.Kill(-p.pid(), sig)
-	}
-}
-
-// wait waits up to d for the process to exit.
-func (p *proc) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// stop sends SIGTERM, then SIGKILL to its group after grace, and reaps it.
-func (p *proc) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	p.signal(syscall.SIGTERM)
-	if p.wait(grace) {
-		return
-	}
-	p.signalGroup(syscall.SIGKILL)
-	p.signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// exitCode is the exit status, 128+N for a signal, -1 while running.
-func (p *proc) exitCode() int {
-	if !p.exited() {
-		return -1
-	}
-	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
 // stopAll stops every process the bench started that is still running:
 // SIGTERM to each, then SIGKILL to each one's group.
 func (b *bench) stopAll() {
 	b.mu.Lock()
-	procs := append([]*proc(nil), b.procs...)
+	procs := append([]*testenv.Process(nil), b.procs...)
 	b.mu.Unlock()
 	for _, p := range procs {
-		p.signal(syscall.SIGTERM)
+		_ = p.Signal(syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range procs {
-		if !p.wait(time.Until(deadline)) {
-			p.signalGroup(syscall.SIGKILL)
-			p.signal(syscall.SIGKILL)
-			<-p.done
+		if !p.Wait(time.Until(deadline)) {
+			p.Kill()
 		}
 	}
 }
 
-// timed runs argv to completion and returns how long it took, from just
-// before the fork to just after the wait.
+// timed runs argv to completion, with a parent-death signal, and returns
+// how long it took, from just before the start to just after the wait.
 func timed(env []string, dir string, out *os.File, argv ...string) (time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, dir, out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	t0 := time.Now()
-	err := cmd.Run()
-	return time.Since(t0), err
+	done, err := pdeath.Start(cmd)
+	if err != nil {
+		return time.Since(t0), err
+	}
+	<-done
+	d := time.Since(t0)
+	if !cmd.ProcessState.Success() {
+		return d, &exec.ExitError{ProcessState: cmd.ProcessState}
+	}
+	return d, nil
 }
 
 // waitFor polls cond every 10 ms until it holds, ctx ends or d passes.
 func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			return false
-		}
-		sleepCtx(ctx, 10*time.Millisecond)
-	}
-}
-
-// sleepCtx sleeps d or until ctx ends; false if ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// logHas reports whether the file at path contains s.
-func logHas(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(s))
-}
-
-// logTail is the end of a log file, for error messages.
-func logTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return ""
-	}
-	if len(b) > 600 {
-		b = b[len(b)-600:]
-	}
-	return "; log: " + strings.TrimSpace(string(b))
+	return testenv.WaitUntil(ctx, time.Now().Add(d), 10*time.Millisecond, cond)
 }
 
 // procStat is what /proc says about a process's memory and CPU.
@@ -235,7 +121,7 @@ func kB(v string) int64 {
 
 // cpuTime is utime + stime of pid from /proc/PID/stat.
 func cpuTime(pid int, tick time.Duration) time.Duration {
-	f := statFields(pid)
+	f := testenv.StatFields(pid)
 	if len(f) < 13 {
 		return 0
 	}
@@ -244,32 +130,6 @@ func cpuTime(pid int, tick time.Duration) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * tick
-}
-
-// statFields are the fields of /proc/PID/stat after "pid (comm)".
-func statFields(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
-// alive reports whether pid is a live (not zombie) process running exe.
-func alive(pid int, exe string) bool {
-	f := statFields(pid)
-	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
-		return false
-	}
-	link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-	if err != nil {
-		return false
-	}
-	return strings.TrimSuffix(link, " (deleted)") == exe
 }
 
 // childrenOf lists the pids whose parent is pid.
@@ -284,7 +144,7 @@ func childrenOf(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if f := statFields(n); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+		if f := testenv.StatFields(n); len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			out = append(out, n)
 		}
 	}
@@ -306,7 +166,7 @@ func guardOf(pid int) (int, error) {
 // killPID sends SIGKILL to pid if it still runs exe (a leftover the bench
 // caused, such as an etcdctl child orphaned by kill -9).
 func killPID(pid int, exe string) {
-	if alive(pid, exe) {
+	if testenv.RunningExe(pid, exe) {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 }

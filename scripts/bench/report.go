@@ -77,7 +77,7 @@ func report(w io.Writer, b *bench, r *results, args []string) {
 	pf("`%s` — %s, %s, wall %s.\n\n", cmdline, kind, time.Now().UTC().Format("2006-01-02"), r.wall.Round(time.Second))
 	pf("Machine: %d CPUs (%s), %s, Linux %s, %s; load average %s at the start, %s at the end. ",
 		m.cpus, m.cpuModel, m.memory, m.kernel, m.goVer, m.loadAt[0], m.loadAt[1])
-	pf("Storage: Azurite %s (blob service, in memory, loopback, plain HTTP). ", b.az.version)
+	pf("Storage: Azurite %s (blob service, in memory, loopback, plain HTTP). ", b.azVersion)
 	if b.etcd != nil {
 		pf("Peers: %s (one member on loopback, data on disk) with etcdctl lock; %s.\n\n", b.etcd.version, m.flockVer)
 	} else {

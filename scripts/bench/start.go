@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -53,7 +54,7 @@ type tool struct {
 
 func (b *bench) startCost(ctx context.Context) *startResult {
 	r := &startResult{failures: map[string]string{}, serverCPU: map[string]time.Duration{}, serverRuns: map[string]int{}}
-	name := "start-" + randHex(4)
+	name := "start-" + testenv.RandHex(4)
 	out, err := os.OpenFile(filepath.Join(b.work, "start.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		r.err = err.Error()
@@ -62,15 +63,15 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 	defer out.Close()
 	lockFile := filepath.Join(b.work, "flock.lock")
 
-	server := map[string]int{"leaderrun": b.az.pid} // whose CPU each tool's runs cost
+	server := map[string]int{"leaderrun": b.az.PID} // whose CPU each tool's runs cost
 	if b.etcd != nil {
-		server["etcdctl"] = b.etcd.proc.pid()
+		server["etcdctl"] = b.etcd.proc.Pid()
 	}
 	tools := []tool{
 		{name: "leaderrun", env: b.direct(), argv: b.lr(name, []string{"-q"}, "true"), into: &r.leaderrun},
-		{name: "flock", env: baseEnv(), argv: []string{"flock", lockFile, "true"}, into: &r.flock},
-		{name: "true", env: baseEnv(), argv: []string{"true"}, into: &r.truth},
-		{name: "version", env: baseEnv(), argv: []string{b.bin.leaderrun, "version"}, into: &r.version},
+		{name: "flock", env: testenv.BaseEnv(), argv: []string{"flock", lockFile, "true"}, into: &r.flock},
+		{name: "true", env: testenv.BaseEnv(), argv: []string{"true"}, into: &r.truth},
+		{name: "version", env: testenv.BaseEnv(), argv: []string{b.bin.leaderrun, "version"}, into: &r.version},
 		{name: "guard", into: &r.guard, run: func() (time.Duration, error) { return guardAlone(b.bin.leaderrun, b.work) }},
 	}
 	if b.etcd != nil {
@@ -90,7 +91,7 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 	for range 3 {
 		for _, t := range tools {
 			if _, err := runTool(t); err != nil && t.name == "leaderrun" {
-				r.err = fmt.Sprintf("leaderrun -- true failed: %v%s", err, logTail(out.Name()))
+				r.err = fmt.Sprintf("leaderrun -- true failed: %v%s", err, testenv.LogTail(out.Name()))
 				return r
 			}
 		}
@@ -132,7 +133,7 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 
 	// The requests of one run, counted by a proxy; then the run with every
 	// request delayed by o.rtt.
-	p, err := faultproxy.New(b.az.target)
+	p, err := faultproxy.New(b.az.Target)
 	if err != nil {
 		r.err = err.Error()
 		return r
@@ -168,7 +169,7 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 	}
 
 	// One request, in-process, as leaderrun's client makes it.
-	c, err := lease.NewClient(lease.ClientConfig{ConnectionString: b.az.connString, Container: b.container, Blob: name})
+	c, err := lease.NewClient(lease.ClientConfig{ConnectionString: b.az.ConnString, Container: b.container, Blob: name})
 	if err != nil {
 		r.err = err.Error()
 		return r
@@ -190,7 +191,7 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 // its "init PKG @T ms, D ms clock, …" lines.
 func initTrace(leaderrun string) (int, time.Duration, error) {
 	cmd := exec.Command(leaderrun, "version")
-	cmd.Env = append(baseEnv(), "GODEBUG=inittrace=1")
+	cmd.Env = append(testenv.BaseEnv(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return 0, 0, err
@@ -241,7 +242,7 @@ func guardAlone(leaderrun, dir string) (time.Duration, error) {
 		return 0, err
 	}
 	cmd := exec.Command(leaderrun, "__leaderrun-guard", "v2", truePath, "--", "true")
-	cmd.Dir, cmd.Env = dir, baseEnv()
+	cmd.Dir, cmd.Env = dir, testenv.BaseEnv()
 	cmd.ExtraFiles = theirs[:]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
@@ -255,7 +256,7 @@ func guardAlone(leaderrun, dir string) (time.Duration, error) {
 	// leaderrun acquires.
 	time.Sleep(30 * time.Millisecond)
 	// The go-ahead: no kill deadline, the environment, each entry NUL-ended.
-	env := baseEnv()
+	env := testenv.BaseEnv()
 	var body []byte
 	for _, kv := range env {
 		body = append(append(body, kv...), 0)

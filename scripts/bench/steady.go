@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // steadyResult is figures 4 and 5: what a leader and waiting followers ask
@@ -69,20 +70,20 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 		r.err = err.Error()
 		return r
 	}
-	name := "steady-" + randHex(4)
+	name := "steady-" + testenv.RandHex(4)
 	hold := strconv.Itoa(int((b.o.window + 5*time.Minute) / time.Second)) // sleep's argument, bounded
 	var ws []*watched
 	var proxies []*faultproxy.Proxy
-	var mine []*proc
+	var mine []*testenv.Process
 	defer func() {
 		// Processes first (a leader releases its lease through its proxy).
 		for _, p := range mine {
-			p.signalGroup(syscall.SIGTERM)
+			p.SignalGroup(syscall.SIGTERM)
 		}
 		for _, p := range mine {
-			if !p.wait(10 * time.Second) {
-				p.signalGroup(syscall.SIGKILL)
-				p.wait(5 * time.Second)
+			if !p.Wait(10 * time.Second) {
+				p.SignalGroup(syscall.SIGKILL)
+				p.Wait(5 * time.Second)
 			}
 		}
 		for _, p := range proxies {
@@ -90,13 +91,13 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 		}
 	}()
 	newProxy := func() (*faultproxy.Proxy, error) {
-		p, err := faultproxy.New(b.az.target)
+		p, err := faultproxy.New(b.az.Target)
 		if err == nil {
 			proxies = append(proxies, p)
 		}
 		return p, err
 	}
-	launch := func(name, log string, env, argv []string) (*proc, error) {
+	launch := func(name, log string, env, argv []string) (*testenv.Process, error) {
 		p, err := b.launch(name, log, env, argv)
 		if err == nil {
 			mine = append(mine, p)
@@ -119,18 +120,18 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 	}
 	// Its command runs once it has acquired and its guard is up.
 	acquired := waitFor(ctx, 20*time.Second, func() bool {
-		if leader.exited() {
+		if leader.Exited() {
 			return true
 		}
-		_, err := guardOf(leader.pid())
-		return logHas(leader.log, "acquired lease") && err == nil
+		_, err := guardOf(leader.Pid())
+		return testenv.LogHas(leader.Log, "acquired lease") && err == nil
 	})
-	if !acquired || leader.exited() {
-		r.err = "the steady-state leader did not start its command" + logTail(leader.log)
+	if !acquired || leader.Exited() {
+		r.err = "the steady-state leader did not start its command" + testenv.LogTail(leader.Log)
 		return r
 	}
-	ws = append(ws, &watched{label: "leaderrun, leading (default 15 s lease, renewals every 5 s)", pid: func() (int, error) { return leader.pid(), nil }, proxy: pl})
-	ws = append(ws, &watched{label: "its guard (leaderrun re-executed, leads the command's group)", pid: func() (int, error) { return guardOf(leader.pid()) }})
+	ws = append(ws, &watched{label: "leaderrun, leading (default 15 s lease, renewals every 5 s)", pid: func() (int, error) { return leader.Pid(), nil }, proxy: pl})
+	ws = append(ws, &watched{label: "its guard (leaderrun re-executed, leads the command's group)", pid: func() (int, error) { return guardOf(leader.Pid()) }})
 
 	// Followers at three poll intervals, each through its own proxy.
 	for _, poll := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second} {
@@ -147,26 +148,26 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 			r.err = err.Error()
 			return r
 		}
-		if !waitFor(ctx, 15*time.Second, func() bool { return logHas(f.log, "waiting for the lease") || f.exited() }) || f.exited() {
-			r.err = id + " did not settle into waiting" + logTail(f.log)
+		if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(f.Log, "waiting for the lease") || f.Exited() }) || f.Exited() {
+			r.err = id + " did not settle into waiting" + testenv.LogTail(f.Log)
 			return r
 		}
 		label := "leaderrun, waiting, --poll-interval " + poll.String()
 		if poll == defaultPoll {
 			label += " (default)"
 		}
-		ws = append(ws, &watched{label: label, pid: func() (int, error) { return f.pid(), nil }, proxy: pf})
+		ws = append(ws, &watched{label: label, pid: func() (int, error) { return f.Pid(), nil }, proxy: pf})
 	}
 
 	// What a user would pick instead, holding and waiting alike.
 	lockFile := filepath.Join(dir, "flock.lock")
-	fh, err := launch("flock-holder", filepath.Join(dir, "flock.log"), baseEnv(), []string{"flock", lockFile, "sleep", hold})
+	fh, err := launch("flock-holder", filepath.Join(dir, "flock.log"), testenv.BaseEnv(), []string{"flock", lockFile, "sleep", hold})
 	if err == nil {
 		time.Sleep(100 * time.Millisecond)
-		fw, err := launch("flock-waiter", filepath.Join(dir, "flock.log"), baseEnv(), []string{"flock", lockFile, "sleep", hold})
+		fw, err := launch("flock-waiter", filepath.Join(dir, "flock.log"), testenv.BaseEnv(), []string{"flock", lockFile, "sleep", hold})
 		if err == nil {
-			ws = append(ws, &watched{label: "flock, holding", pid: func() (int, error) { return fh.pid(), nil }},
-				&watched{label: "flock, waiting", pid: func() (int, error) { return fw.pid(), nil }})
+			ws = append(ws, &watched{label: "flock, holding", pid: func() (int, error) { return fh.Pid(), nil }},
+				&watched{label: "flock, waiting", pid: func() (int, error) { return fw.Pid(), nil }})
 		}
 	}
 	if b.etcd != nil {
@@ -175,12 +176,12 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 			time.Sleep(300 * time.Millisecond)
 			ew, err := launch("etcd-waiter", filepath.Join(dir, "etcd.log"), b.etcd.env(), b.etcd.lockArgv(name, 0, "sleep", hold))
 			if err == nil {
-				ws = append(ws, &watched{label: "etcdctl lock, holding", pid: func() (int, error) { return eh.pid(), nil }},
-					&watched{label: "etcdctl lock, waiting", pid: func() (int, error) { return ew.pid(), nil }})
+				ws = append(ws, &watched{label: "etcdctl lock, holding", pid: func() (int, error) { return eh.Pid(), nil }},
+					&watched{label: "etcdctl lock, waiting", pid: func() (int, error) { return ew.Pid(), nil }})
 			}
 		}
 	}
-	sleepCtx(ctx, 500*time.Millisecond)
+	testenv.SleepCtx(ctx, 500*time.Millisecond)
 
 	// The window.
 	for _, w := range ws {
@@ -192,7 +193,7 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 			w.proxy.ResetCounts()
 		}
 	}
-	if !sleepCtx(ctx, b.o.window) {
+	if !testenv.SleepCtx(ctx, b.o.window) {
 		r.err = "interrupted"
 		return r
 	}

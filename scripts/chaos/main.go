@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -83,7 +84,7 @@ func run(args []string) int {
 // status.
 func drive(o options, kinds []chaos.Kind) (int, error) {
 	start := time.Now()
-	root, err := chaos.ModuleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return 2, err
 	}
@@ -106,18 +107,18 @@ func drive(o options, kinds []chaos.Kind) (int, error) {
 	fmt.Fprintf(os.Stderr, "chaos: building leaderrun and the chaos child\n")
 	bins := filepath.Join(work, "bin")
 	lr, child := filepath.Join(bins, "leaderrun"), filepath.Join(bins, "chaoschild")
-	if err := chaos.Build(ctx, root, ".", lr); err != nil {
+	if err := testenv.Build(ctx, root, ".", lr); err != nil {
 		return 2, err
 	}
-	if err := chaos.Build(ctx, root, chaos.ChildPackage, child); err != nil {
+	if err := testenv.Build(ctx, root, chaos.ChildPackage, child); err != nil {
 		return 2, err
 	}
-	cs, stopAzurite, err := chaos.StartAzurite(ctx, root, work)
+	az, err := testenv.StartAzurite(ctx, root, work)
 	if err != nil {
 		return 2, err
 	}
-	defer stopAzurite()
-	env, err := chaos.NewEnv(cs, lr, child)
+	defer az.Stop()
+	env, err := chaos.NewEnv(az.ConnString, lr, child)
 	if err != nil {
 		return 2, err
 	}

@@ -1,3 +1,6 @@
+// Whether a process group still has a running member, on Linux: from
+// /proc, so that zombies do not count.
+
 package runner
 
 import (
@@ -5,20 +8,9 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// selfExe is the executable the guard is started from. /proc/self/exe names
-// leaderrun's own binary even if its file was replaced or removed since.
-func selfExe() (string, error) { return "/proc/self/exe", nil }
-
-// commandAttr is how the guard starts the command: with a parent-death
-// signal, so that the command cannot outlive the guard.
-func commandAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
 
 // groupWatch tells whether a process group still has a running member.
 type groupWatch struct {

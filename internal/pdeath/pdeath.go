@@ -1,0 +1,42 @@
+// Package pdeath starts a process that dies with the thread that started it:
+// on Linux it gets a parent-death signal (SIGKILL), and the goroutine that
+// starts it stays locked to its OS thread until the process has been reaped,
+// because the signal fires when that thread exits, not the whole program
+// (golang/go#27505). Elsewhere there is no such signal and Start is a plain
+// start and wait.
+//
+// The runner (the guard's command, the health check's shell) and the test
+// and benchmark drivers start their processes through it.
+package pdeath
+
+import (
+	"os/exec"
+	"runtime"
+)
+
+// Start starts cmd on a new goroutine locked to its OS thread, adding the
+// parent-death signal to cmd.SysProcAttr (creating it if nil; Setpgid and
+// the rest are kept), and waits for it there. It returns once cmd has
+// started, or with cmd.Start's error; done is closed once cmd has exited and
+// been reaped, and cmd.ProcessState is then set. The caller must not call
+// cmd.Wait.
+func Start(cmd *exec.Cmd) (done <-chan struct{}, err error) {
+	setDeathSignal(cmd)
+	reaped := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(reaped)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return reaped, nil
+}
