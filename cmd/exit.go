@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Exit statuses of leaderrun's own (SPEC §4). COMMAND's own status and
+// Exit statuses of leaderrun's own (the README's "Exit status" table). COMMAND's own status and
 // 128+N pass through unchanged.
 const (
 	exitOK          = 0
