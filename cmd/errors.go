@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
 )
 
 // storageExit maps an error from the lease package to leaderrun's exit
@@ -45,4 +46,16 @@ func holderText(holder string, since time.Time) string {
 		return holder
 	}
 	return fmt.Sprintf("%s since %s", holder, since.UTC().Format(time.RFC3339))
+}
+
+// execExit maps a COMMAND that cannot be run, found before the lease was
+// touched: its *runner.ExecError says 127 (not found) or 126 (not
+// executable).
+func execExit(err error, o *runOptions) error {
+	code := exitNotExec
+	var ee *runner.ExecError
+	if errors.As(err, &ee) {
+		code = ee.Code
+	}
+	return exitWith(code, fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.loc.lease))
 }
