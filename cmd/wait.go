@@ -43,9 +43,10 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		OnTry:   hs.prepare,
 		OnWait: func(p *lease.Properties) {
 			hs.discard()
-			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", p.Holder, "term", p.Term)
+			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
+			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", heldText(held, o.identity))
 			sd.waiting()
-			sd.status("waiting: held by " + holderText(p.Holder, p.AcquiredAt))
+			sd.status("waiting: held by " + heldText(held, o.identity))
 		},
 	})
 	cancelWait()
