@@ -124,68 +124,72 @@ func TestNoWaitRace(t *testing.T) {
 	// held with the metadata of the term before.
 	slowed := slowMetadata(t, cs, 250*time.Millisecond)
 
-	// The README's cron recipe: exactly one runs; the others exit 0 and
-	// print nothing, whether they lost the acquire or found the run.
-	t.Run("quiet", func(t *testing.T) {
-		for i := range 2 * rounds {
-			t.Setenv("AZURE_STORAGE_CONNECTION_STRING", direct)
-			if i >= rounds {
-				t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
-			}
-			lease := fmt.Sprintf("race/quiet-%d", i)
-			got := race(t, bin, runs, ids, "-l", lease, "--no-wait", "-E", "0", "--once-per", "50s", "-q")
-			if ran := ranBy(t, runs); len(ran) != 1 {
-				t.Errorf("%s: ran by %v, want exactly one", lease, ran)
-			}
-			for _, c := range got {
-				if c.code != 0 || c.stderr.Len() != 0 {
-					t.Errorf("%s: %s exited %d with stderr %q, want 0 and nothing", lease, c.identity, c.code, c.stderr.String())
-				}
-			}
-		}
-	})
+	t.Run("quiet", func(t *testing.T) { raceQuiet(t, bin, runs, ids, rounds, direct, slowed) })
+	t.Run("text", func(t *testing.T) { raceText(t, bin, runs, ids, rounds, slowed) })
+}
 
-	// Rounds on one lease, so that every race after the first is against
-	// the previous round's winner's metadata: the losers' one line says
-	// who holds the lease only if it knows.
-	t.Run("text", func(t *testing.T) {
-		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
-		// A run before the first round: every round races a previous
-		// holder's metadata.
-		if out, err := exec.Command(bin, "-l", "race/text", "--identity", "vm-0", "-q", "--", "true").CombinedOutput(); err != nil {
-			t.Fatalf("first run: %v\n%s", err, out)
+// raceQuiet races the README's cron recipe, directly and slowed: exactly
+// one runs; the others exit 0 and print nothing, whether they lost the
+// acquire or found the run.
+func raceQuiet(t *testing.T, bin, runs string, ids []string, rounds int, direct, slowed string) {
+	for i := range 2 * rounds {
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", direct)
+		if i >= rounds {
+			t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
 		}
-		stale := 0
-		for i := range rounds {
-			got := race(t, bin, runs, ids, "-l", "race/text", "--no-wait", "-E", "75")
-			ran := ranBy(t, runs)
-			if len(ran) != 1 {
-				t.Fatalf("round %d: ran by %v, want exactly one", i, ran)
-			}
-			winner := ran[0]
-			for _, c := range got {
-				if c.identity == winner {
-					if c.code != 0 {
-						t.Errorf("round %d: the winner %s exited %d: %s", i, winner, c.code, c.stderr.String())
-					}
-					continue
-				}
-				line := strings.TrimSpace(c.stderr.String())
-				if c.code != 75 || strings.Count(line, "\n") != 0 || !strings.Contains(line, "[ERROR]") {
-					t.Errorf("round %d: %s exited %d with %q, want 75 and one error line", i, c.identity, c.code, line)
-					continue
-				}
-				m := heldBy.FindStringSubmatch(line)
-				switch {
-				case m == nil:
-					t.Errorf("round %d: %s: %q does not say the lease is held", i, c.identity, line)
-				case strings.Contains(line, "not known yet"):
-					stale++
-				case m[1] != winner:
-					t.Errorf("round %d: %s says %q, but %s held the lease", i, c.identity, line, winner)
-				}
+		lease := fmt.Sprintf("race/quiet-%d", i)
+		got := race(t, bin, runs, ids, "-l", lease, "--no-wait", "-E", "0", "--once-per", "50s", "-q")
+		if ran := ranBy(t, runs); len(ran) != 1 {
+			t.Errorf("%s: ran by %v, want exactly one", lease, ran)
+		}
+		for _, c := range got {
+			if c.code != 0 || c.stderr.Len() != 0 {
+				t.Errorf("%s: %s exited %d with stderr %q, want 0 and nothing", lease, c.identity, c.code, c.stderr.String())
 			}
 		}
-		t.Logf("%d of %d losers read the metadata of the term before and said the holder is not known yet", stale, (len(ids)-1)*rounds)
-	})
+	}
+}
+
+// raceText races rounds on one lease, so that every race is against the
+// previous winner's metadata: the losers' one line says who holds the
+// lease only if it knows.
+func raceText(t *testing.T, bin, runs string, ids []string, rounds int, slowed string) {
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
+	// A run before the first round: every round races a previous
+	// holder's metadata.
+	if out, err := exec.Command(bin, "-l", "race/text", "--identity", "vm-0", "-q", "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	stale := 0
+	for i := range rounds {
+		got := race(t, bin, runs, ids, "-l", "race/text", "--no-wait", "-E", "75")
+		ran := ranBy(t, runs)
+		if len(ran) != 1 {
+			t.Fatalf("round %d: ran by %v, want exactly one", i, ran)
+		}
+		winner := ran[0]
+		for _, c := range got {
+			if c.identity == winner {
+				if c.code != 0 {
+					t.Errorf("round %d: the winner %s exited %d: %s", i, winner, c.code, c.stderr.String())
+				}
+				continue
+			}
+			line := strings.TrimSpace(c.stderr.String())
+			if c.code != 75 || strings.Count(line, "\n") != 0 || !strings.Contains(line, "[ERROR]") {
+				t.Errorf("round %d: %s exited %d with %q, want 75 and one error line", i, c.identity, c.code, line)
+				continue
+			}
+			m := heldBy.FindStringSubmatch(line)
+			switch {
+			case m == nil:
+				t.Errorf("round %d: %s: %q does not say the lease is held", i, c.identity, line)
+			case strings.Contains(line, "not known yet"):
+				stale++
+			case m[1] != winner:
+				t.Errorf("round %d: %s says %q, but %s held the lease", i, c.identity, line, winner)
+			}
+		}
+	}
+	t.Logf("%d of %d losers read the metadata of the term before and said the holder is not known yet", stale, (len(ids)-1)*rounds)
 }

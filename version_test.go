@@ -26,41 +26,7 @@ func TestVersionFromCheckout(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git on PATH")
 	}
-	files, err := exec.Command("git", "ls-files", "-co", "--exclude-standard").Output()
-	if err != nil {
-		t.Skipf("not in a git checkout: %v", err)
-	}
-	repo := t.TempDir()
-	for _, f := range strings.Split(strings.TrimSpace(string(files)), "\n") {
-		data, err := os.ReadFile(f)
-		if os.IsNotExist(err) {
-			continue // deleted in the working tree
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(repo, f)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git := func(args ...string) string {
-		t.Helper()
-		c := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.invalid",
-			"-c", "commit.gpgsign=false"}, args...)...)
-		c.Dir = repo
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-q", "-m", "snapshot")
+	repo, git := snapshotRepo(t)
 	head := git("rev-parse", "HEAD")
 
 	version := func() (v struct {
@@ -102,4 +68,47 @@ func TestVersionFromCheckout(t *testing.T) {
 	if v.Commit != head[:12] || !v.Dirty {
 		t.Fatalf("modified checkout at %s: got commit %q dirty %v", head, v.Commit, v.Dirty)
 	}
+}
+
+// snapshotRepo copies the module's files, as git sees them in the working
+// tree, into a new git repository with one commit, and returns it with a
+// function that runs git there.
+func snapshotRepo(t *testing.T) (string, func(args ...string) string) {
+	t.Helper()
+	files, err := exec.Command("git", "ls-files", "-co", "--exclude-standard").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	repo := t.TempDir()
+	for _, f := range strings.Split(strings.TrimSpace(string(files)), "\n") {
+		data, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(repo, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.invalid",
+			"-c", "commit.gpgsign=false"}, args...)...)
+		c.Dir = repo
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "snapshot")
+	return repo, git
 }

@@ -122,7 +122,9 @@ func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(
 	}
 	h.stopHealth = stopHealth
 	ch := make(chan stopCause, 2)
-	wctx, stopWatch := context.WithCancel(ctx)
+	// Not ended with ctx: a lost lease must reach the loop whatever ends
+	// ctx (which ends the keeper, and so closes Lost).
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	report := func(c stopCause) {
 		select {
 		case ch <- c:
