@@ -8,9 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leaderrun/leaderrun/internal/faultproxy"
 )
 
 // contender is one leaderrun of a race, and what it left.
@@ -81,29 +80,22 @@ func ranBy(t *testing.T, runs string) []string {
 	return strings.Fields(string(b))
 }
 
-// slowMetadata puts a proxy in front of the emulator that delays every Set
-// Blob Metadata request by delay, and returns the connection string that
-// goes through it.
-func slowMetadata(t *testing.T, cs string, delay time.Duration) string {
+// slowed puts a proxy in front of the emulator that delays every request
+// by latency, as a network with that round trip would, and returns the
+// connection string that goes through it.
+func slowed(t *testing.T, cs string, latency time.Duration) string {
 	t.Helper()
 	target, err := url.Parse(blobEndpoint(cs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultproxy.New("http://" + target.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.URL.Query().Get("comp") == "metadata" {
-			time.Sleep(delay) // the fault injected, not a synchronisation
-		}
-		proxy.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return strings.Replace(cs, target.Host, ln.Addr().String(), 1)
+	t.Cleanup(func() { _ = p.Close() })
+	p.Set(faultproxy.Mode{Latency: latency})
+	return strings.Replace(cs, "http://"+target.Host, p.URL(), 1)
 }
 
 var heldBy = regexp.MustCompile(`is held by (\S+)`)
@@ -119,23 +111,24 @@ func TestNoWaitRace(t *testing.T) {
 	direct := cs
 	// On loopback a new holder's claim follows its acquire within a few
 	// milliseconds, and few losers read the blob in between; over a real
-	// network the window is a few round trips wide. Delaying the metadata
-	// writes widens it the same way, so that most losers read the lease
-	// held with the metadata of the term before.
-	slowed := slowMetadata(t, cs, 250*time.Millisecond)
+	// network the window is a few round trips wide. A proxy that adds a
+	// round trip's latency to every request widens it the same way, so
+	// that most losers read the lease held with the metadata of the term
+	// before.
+	slow := slowed(t, cs, 100*time.Millisecond)
 
-	t.Run("quiet", func(t *testing.T) { raceQuiet(t, bin, runs, ids, rounds, direct, slowed) })
-	t.Run("text", func(t *testing.T) { raceText(t, bin, runs, ids, rounds, slowed) })
+	t.Run("quiet", func(t *testing.T) { raceQuiet(t, bin, runs, ids, rounds, direct, slow) })
+	t.Run("text", func(t *testing.T) { raceText(t, bin, runs, ids, rounds, slow) })
 }
 
 // raceQuiet races the README's cron recipe, directly and slowed: exactly
 // one runs; the others exit 0 and print nothing, whether they lost the
 // acquire or found the run.
-func raceQuiet(t *testing.T, bin, runs string, ids []string, rounds int, direct, slowed string) {
+func raceQuiet(t *testing.T, bin, runs string, ids []string, rounds int, direct, slow string) {
 	for i := range 2 * rounds {
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", direct)
 		if i >= rounds {
-			t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
+			t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slow)
 		}
 		lease := fmt.Sprintf("race/quiet-%d", i)
 		got := race(t, bin, runs, ids, "-l", lease, "--no-wait", "-E", "0", "--once-per", "50s", "-q")
@@ -153,8 +146,8 @@ func raceQuiet(t *testing.T, bin, runs string, ids []string, rounds int, direct,
 // raceText races rounds on one lease, so that every race is against the
 // previous winner's metadata: the losers' one line says who holds the
 // lease only if it knows.
-func raceText(t *testing.T, bin, runs string, ids []string, rounds int, slowed string) {
-	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slowed)
+func raceText(t *testing.T, bin, runs string, ids []string, rounds int, slow string) {
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", slow)
 	// A run before the first round: every round races a previous
 	// holder's metadata.
 	if out, err := exec.Command(bin, "-l", "race/text", "--identity", "vm-0", "-q", "--", "true").CombinedOutput(); err != nil {
