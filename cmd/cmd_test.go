@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,5 +145,39 @@ func TestHelpHasExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Examples:") {
 			t.Errorf("%v: exit %d, no examples:\n%s", args, code, out)
 		}
+	}
+}
+
+// TestLookupBeforeStorage: a COMMAND that cannot be run exits 127 or 126
+// before any storage request. The endpoint refuses connections, so a
+// request would end in 69 after its retries, not in 126/127 at once.
+func TestLookupBeforeStorage(t *testing.T) {
+	dir := t.TempDir()
+	noexec := filepath.Join(dir, "noexec.sh")
+	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"+
+		"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"+
+		"BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;")
+	tests := []struct {
+		argv0 string
+		code  int
+	}{
+		{"no-such-command-here", 127},
+		{filepath.Join(dir, "missing"), 127},
+		{noexec, 126},
+		{dir, 126}, // a directory
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.argv0), func(t *testing.T) {
+			code, _, stderr := run(t, "-l", "x", "--", tt.argv0)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.argv0) || !strings.Contains(stderr, "not acquired") || strings.Contains(stderr, "storage") {
+				t.Fatalf("stderr does not name the command and say nothing was acquired, or mentions storage:\n%s", stderr)
+			}
+		})
 	}
 }

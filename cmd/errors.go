@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
 )
 
 // storageExit maps an error from the lease package to leaderrun's exit
@@ -32,9 +33,30 @@ func acquireExit(err error, sig syscall.Signal, o *runOptions) error {
 		if !o.noWait {
 			why = fmt.Sprintf("--timeout %s passed", o.timeout)
 		}
-		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, holderText(held.Holder, held.Since), why))
+		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, heldText(held, o.identity), why))
 	}
 	return storageExit(err)
+}
+
+// heldText names the holder of a lease found held, as far as it is known.
+// The metadata may predate the lease (a new holder writes its name a round
+// trip after its acquire): then, or when it names this very identity, which
+// does not hold the lease, the holder is not known yet.
+func heldText(held *lease.HeldError, self string) string {
+	switch {
+	case held.Stale:
+		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", orUnknown(held.Holder))
+	case held.Holder != "" && held.Holder == self:
+		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
+	}
+	return holderText(held.Holder, held.Since)
+}
+
+func orUnknown(holder string) string {
+	if holder == "" {
+		return "no holder"
+	}
+	return holder
 }
 
 func holderText(holder string, since time.Time) string {
@@ -45,4 +67,16 @@ func holderText(holder string, since time.Time) string {
 		return holder
 	}
 	return fmt.Sprintf("%s since %s", holder, since.UTC().Format(time.RFC3339))
+}
+
+// execExit maps a COMMAND that cannot be run, found before the lease was
+// touched: its *runner.ExecError says 127 (not found) or 126 (not
+// executable).
+func execExit(err error, o *runOptions) error {
+	code := exitNotExec
+	var ee *runner.ExecError
+	if errors.As(err, &ee) {
+		code = ee.Code
+	}
+	return exitWith(code, fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.loc.lease))
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Exit statuses of leaderrun's own (SPEC §4). COMMAND's own status and
-// 128+N pass through unchanged.
+// Exit statuses of leaderrun's own, as the README's "Exit status" table
+// lists them. COMMAND's own status and 128+N pass through unchanged.
 const (
 	exitOK          = 0
 	exitUsage       = 64 // EX_USAGE: bad flag, bad duration, missing lease name

@@ -47,11 +47,17 @@ type app struct {
 }
 
 // report writes the one plain line that precedes a non-zero exit of
-// leaderrun's own.
+// leaderrun's own, at error level. A line that comes with exit status 0 (a
+// conflict code set to 0 with -E 0: not acquiring is the expected outcome)
+// is logged at info, so that -q prints nothing, as flock -n does.
 func (a *app) report(err error) {
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
+		switch {
+		case ee.err == nil:
+		case ee.code == exitOK:
+			a.log.Info(ee.err.Error())
+		default:
 			a.log.Error(ee.err.Error())
 		}
 		return

@@ -1,5 +1,8 @@
 package cmd
 
+// The version command, and the version leaderrun records in the blob's
+// metadata: what the build says about itself.
+
 import (
 	"fmt"
 	"runtime"
@@ -8,9 +11,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version and commit are set at release build time with
-// -ldflags "-X github.com/leaderrun/leaderrun/cmd.version=v1.2.3 -X ...cmd.commit=abc123";
-// otherwise they come from the module's build information.
+// version and commit may be set at build time, as scripts/release.sh does:
+// -ldflags "-X github.com/leaderrun/leaderrun/cmd.version=v1.2.3 -X ...cmd.commit=abc123".
+// What they set wins; what they leave empty comes from the build
+// information that the go command records (see fromBuildInfo).
 var (
 	version = ""
 	commit  = ""
@@ -19,27 +23,53 @@ var (
 type buildVersion struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
+	Dirty     bool   `json:"dirty"`
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
 }
 
+// shortCommit is how many hex digits of a revision leaderrun shows.
+const shortCommit = 12
+
 func currentVersion() buildVersion {
-	v := buildVersion{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	info, _ := debug.ReadBuildInfo()
+	return buildVersionOf(info, version, commit)
+}
+
+// buildVersionOf decides what leaderrun says it is, from the -ldflags
+// overrides and the build information (nil when there is none):
+//   - the version: the override, else the main module's version, which is
+//     the tag for `go install …@v1.2.3` and, from Go 1.24 on, a
+//     pseudo-version (with "+dirty" for a modified tree) for a build from a
+//     checkout; "(devel)" and "" read as "dev";
+//   - the commit: the override, else vcs.revision, which the go command
+//     records for a build from a git checkout (not for a module download,
+//     not with -buildvcs=false, and not in a git worktree or submodule,
+//     whose .git is a file); shortened to 12 hex digits;
+//   - dirty: vcs.modified, the checkout had uncommitted changes. An
+//     overridden commit is taken as it is: dirty then stays false.
+func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVersion {
+	v := buildVersion{Version: ldVersion, Commit: ldCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info != nil {
+		if v.Version == "" && info.Main.Version != "(devel)" {
 			v.Version = info.Main.Version
 		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && v.Commit == "" {
-				v.Commit = s.Value
+		if ldCommit == "" {
+			for _, s := range info.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					v.Commit = s.Value
+				case "vcs.modified":
+					v.Dirty = s.Value == "true"
+				}
 			}
 		}
 	}
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	if len(v.Commit) > 12 {
-		v.Commit = v.Commit[:12]
+	if len(v.Commit) > shortCommit {
+		v.Commit = v.Commit[:shortCommit]
 	}
 	return v
 }
@@ -47,14 +77,18 @@ func currentVersion() buildVersion {
 // versionShort is what the holder records in the blob's metadata.
 func versionShort() string { return currentVersion().Version }
 
-func versionString() string {
-	v := currentVersion()
+func (v buildVersion) String() string {
 	commit := v.Commit
-	if commit == "" {
+	switch {
+	case commit == "":
 		commit = "unknown"
+	case v.Dirty:
+		commit += ", with uncommitted changes"
 	}
 	return fmt.Sprintf("leaderrun %s (commit %s, %s, %s)", v.Version, commit, v.GoVersion, v.Platform)
 }
+
+func versionString() string { return currentVersion().String() }
 
 func newVersionCmd(a *app) *cobra.Command {
 	var output string

@@ -51,15 +51,35 @@ func configErr(field, format string, args ...any) *ConfigError {
 
 // HeldError reports that the lease is held by someone else. errors.Is(err,
 // ErrHeld) is true.
+//
+// Holder, Since and Term come from the blob's metadata, which a new holder
+// writes a round trip after its acquire: a read in between shows the lease
+// held and the metadata of the term before. Stale says when that is known
+// (see StaleHolder); a previous holder whose run was cut (lost, killed) left
+// no end, and its stale metadata cannot be told from a current holder's.
 type HeldError struct {
 	Holder string    // the holder's identity from the blob's metadata; "" if unknown
 	Since  time.Time // when its term began (service time); zero if unknown
 	Term   int64     // its term; 0 if unknown
+	// Stale: the metadata describes a term whose run has ended, so the
+	// holder is not known yet; Holder, Since and Term are that term's.
+	Stale bool
 }
 
 func (e *HeldError) Error() string {
 	var b strings.Builder
 	b.WriteString(ErrHeld.Error())
+	if e.Stale {
+		b.WriteString(": not known yet (the metadata still names the previous term")
+		if e.Holder != "" {
+			fmt.Fprintf(&b, ", %s", e.Holder)
+		}
+		if e.Term != 0 {
+			fmt.Fprintf(&b, ", term %d", e.Term)
+		}
+		b.WriteString(", whose run has ended)")
+		return b.String()
+	}
 	if e.Holder != "" {
 		fmt.Fprintf(&b, ": %s", e.Holder)
 	}
@@ -78,7 +98,20 @@ func heldError(p *Properties) *HeldError {
 	if p == nil {
 		return &HeldError{}
 	}
-	return &HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term}
+	return &HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: StaleHolder(p)}
+}
+
+// StaleHolder reports whether p, read while the lease is held, is known not
+// to name a holder that is running COMMAND: the run that its holder recorded
+// has ended. A holder records its run's end right before it releases, and a
+// new holder's claim removes the end in the write that names it, so such a
+// read falls between a new holder's acquire and its claim, or in the moment
+// between the recorded holder's end and its release.
+func StaleHolder(p *Properties) bool {
+	if p == nil || p.LastRun == nil || p.LastRun.Holder != p.Holder {
+		return false
+	}
+	return !p.LastRun.End.IsZero() || p.LastRun.ExitCode != nil
 }
 
 // SkipError reports a --once-per skip: a run started less than Window ago,

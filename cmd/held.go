@@ -1,0 +1,260 @@
+package cmd
+
+// A held run: COMMAND started under an acquired lease, watched until it has
+// exited, then the lease released. The safety promise lives in the order of
+// these steps: COMMAND is stopped first, the lease is released after.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+)
+
+// releaseTimeout bounds the release at the end of a held run, which gets a
+// fresh context: the run's own may already be done.
+const releaseTimeout = 10 * time.Second
+
+// heldRun is one run of COMMAND under an acquired lease. Use: run, once.
+type heldRun struct {
+	log           hclog.Logger
+	o             *runOptions
+	l             *lease.Lease
+	renewInterval time.Duration
+	sd            *notifier
+	sigs          <-chan os.Signal
+	hs            *headStart
+
+	env        []string
+	proc       *runner.Process
+	stopHealth context.CancelFunc
+
+	// What happened while COMMAND ran; each is set at most once.
+	lost      *lease.LostError
+	unhealthy *runner.UnhealthyError
+}
+
+// stopCause is a reason to stop COMMAND, as reported to the event loop:
+// leadership lost, or the health check failed. Each source reports once.
+type stopCause struct {
+	lost      bool  // the keeper closed Lost
+	unhealthy error // what the health check reported
+}
+
+// run keeps the lease, runs COMMAND, stops it when leadership is lost or
+// it is unhealthy, and returns what leaderrun exits with. The lease is
+// released once, after COMMAND has exited, on every path.
+func (h *heldRun) run(ctx context.Context) error {
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	defer stopKeep()
+	h.l.Keep(keepCtx)
+	defer h.release() // before stopKeep: the keeper renews until the release
+	h.sd.leading(2 * h.renewInterval)
+	h.sd.status(fmt.Sprintf("leader: term %d since %s", h.l.Term, h.l.AcquiredAt.UTC().Format(time.RFC3339)))
+	h.log.Info("acquired lease", "lease", h.l.Name, "term", h.l.Term, "identity", h.l.Identity)
+
+	if err := h.start(ctx); err != nil {
+		return err
+	}
+	causes, endWatch, err := h.watch(ctx)
+	if err != nil {
+		// The health flags were validated with the others: only a bug gets here.
+		h.proc.Stop(h.l.StopBudget)
+		<-h.proc.Done()
+		return exitWith(exitInternal, err)
+	}
+	h.loop(causes)
+	endWatch()
+	return h.finish(ctx)
+}
+
+// start records the run's start and starts COMMAND, with the kill deadline
+// in force in its guard from the first instant: the guard kills the group
+// by itself at that deadline unless a renewal moves it, which covers a
+// leaderrun that is alive but cannot act (stopped, starved).
+func (h *heldRun) start(ctx context.Context) error {
+	l := h.l
+	if err := l.RecordRunStart(ctx); err != nil {
+		return storageExit(fmt.Errorf("recording the run's start: %w", err))
+	}
+	h.env = append(withoutNotify(os.Environ()),
+		"LEADERRUN_LEASE="+l.Name,
+		"LEADERRUN_LEASE_URL="+l.URL,
+		"LEADERRUN_LEASE_ID="+l.ID,
+		"LEADERRUN_TERM="+strconv.FormatInt(l.Term, 10),
+		"LEADERRUN_IDENTITY="+l.Identity,
+	)
+	p, err := h.hs.start(h.env, l.KillBy())
+	if err != nil {
+		// Looked up before acquiring: the command changed since.
+		code := exitNotExec
+		var ee *runner.ExecError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		}
+		h.recordEnd(ctx, code)
+		return exitWith(code, err)
+	}
+	h.proc = p
+	h.log.Debug("command started", "pid", p.Pid(), "command", h.o.argv[0])
+	return nil
+}
+
+// watch starts the health check and returns the channel on which the lost
+// lease and a failed check are reported, each at most once. end stops the
+// check and returns once no check runs any more.
+func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
+	hctx, stopHealth := context.WithCancel(ctx)
+	hc := h.o.health
+	hc.Env, hc.Logger = h.env, h.log
+	health, err := runner.StartHealth(hctx, hc)
+	if err != nil {
+		stopHealth()
+		return nil, nil, err
+	}
+	h.stopHealth = stopHealth
+	ch := make(chan stopCause, 2)
+	// Not ended with ctx: a lost lease must reach the loop whatever ends
+	// ctx (which ends the keeper, and so closes Lost).
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	report := func(c stopCause) {
+		select {
+		case ch <- c:
+		case <-wctx.Done(): // the loop is over
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-h.l.Lost():
+			report(stopCause{lost: true})
+		case <-wctx.Done():
+		}
+	})
+	wg.Go(func() {
+		for err := range health { // closed when the check has stopped
+			report(stopCause{unhealthy: err})
+		}
+	})
+	return ch, func() {
+		stopWatch()
+		stopHealth()
+		wg.Wait()
+	}, nil
+}
+
+// loop handles what happens while COMMAND runs, until it has exited:
+// outside signals are forwarded, renewals move the guard's kill deadline,
+// and a lost lease or a failed health check stops COMMAND.
+func (h *heldRun) loop(causes <-chan stopCause) {
+	for {
+		select {
+		case s := <-h.sigs:
+			h.log.Info("forwarding signal to the command", "signal", s)
+			if terminating(s) {
+				h.sd.status("stopping: received " + s.String())
+			}
+			h.proc.HandleSignal(s)
+		case <-h.l.RenewedAt():
+			if err := h.proc.SetKillDeadline(h.l.KillBy()); err != nil {
+				h.log.Warn("could not hand the kill deadline to the guard", "error", err)
+			}
+			h.sd.renewed()
+		case c := <-causes:
+			if c.lost {
+				h.stopLost()
+			} else {
+				h.stopUnhealthy(c.unhealthy)
+			}
+		case <-h.proc.Done():
+			return
+		}
+	}
+}
+
+// stopLost stops COMMAND because leadership was lost: the stop signal now,
+// SIGKILL at the lost lease's kill deadline.
+func (h *heldRun) stopLost() {
+	h.stopHealth()
+	h.lost = h.l.LostErr()
+	grace := time.Until(h.lost.KillBy)
+	if grace > 0 {
+		h.log.Error("leadership lost; stopping the command", "reason", h.lost.Reason,
+			"signal", signalName(h.o.signal), "sigkill_in", grace.Round(time.Millisecond))
+	} else {
+		// Woken past the kill deadline (a frozen process): no grace is left.
+		h.log.Error("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
+			"signal", "SIGKILL", "late_by", (-grace).Round(time.Millisecond))
+	}
+	h.sd.status(fmt.Sprintf("stopping: leadership lost (%v)", h.lost.Reason))
+	h.proc.Stop(grace)
+}
+
+// stopUnhealthy stops COMMAND because its health check failed, unless
+// leadership was lost first (COMMAND is already being stopped for that).
+func (h *heldRun) stopUnhealthy(err error) {
+	if h.lost != nil {
+		return
+	}
+	if !errors.As(err, &h.unhealthy) {
+		h.unhealthy = &runner.UnhealthyError{Last: err.Error()}
+	}
+	u := h.unhealthy
+	h.log.Error("the health check failed; stopping the command and giving up the lease",
+		"failures", u.Failures, "last", u.Last, "output", u.Output,
+		"signal", signalName(h.o.signal), "sigkill_in", h.l.StopBudget)
+	h.sd.status("stopping: health check failed")
+	h.proc.Stop(h.l.StopBudget)
+}
+
+// finish decides the outcome once COMMAND has exited, and records the
+// run's end when the lease is still held to write it.
+func (h *heldRun) finish(ctx context.Context) error {
+	hap := happened{lease: h.l.Name, lost: h.lost, unhealthy: h.unhealthy, result: h.proc.Result()}
+	if hap.lost == nil {
+		// The loop may have seen COMMAND's end first.
+		select {
+		case <-h.l.Lost():
+			hap.lost = h.l.LostErr()
+		default:
+			// A leaderrun that was stopped or starved wakes to find that the
+			// guard has killed COMMAND at the deadline, before its keeper
+			// has had a turn.
+			hap.pastKillDeadline = !time.Now().Before(h.l.KillBy())
+		}
+	}
+	out := decideOutcome(hap)
+	if out.kind == outcomeExited || out.kind == outcomeSignalled {
+		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
+	}
+	if out.recordEnd {
+		h.recordEnd(ctx, hap.result.Code())
+	}
+	return out.exitErr()
+}
+
+func (h *heldRun) recordEnd(ctx context.Context, code int) {
+	if err := h.l.RecordRunEnd(ctx, code); err != nil {
+		h.log.Warn("could not record the run's end in the lease metadata", "error", err)
+	}
+}
+
+// release gives the lease up, from a fresh time-limited context; it is
+// deferred once by run, so it comes after COMMAND has exited.
+func (h *heldRun) release() {
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := h.l.Release(rctx); err != nil {
+		h.log.Warn("could not release the lease; it expires by itself", "error", err, "within", h.l.Duration)
+		return
+	}
+	h.log.Debug("released lease", "term", h.l.Term)
+}

@@ -1,0 +1,99 @@
+package cmd
+
+// How a held run ended: the pure decision of leaderrun's exit status, its
+// log line and whether the run's end is recorded, from what happened while
+// COMMAND ran.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+)
+
+// outcomeKind is how a held run ended. A new way for leadership to end
+// while COMMAND runs (stepping down before the platform takes the VM, say)
+// is a new kind here, with its input in happened and its case in
+// decideOutcome.
+type outcomeKind int
+
+const (
+	outcomeExited    outcomeKind = iota // COMMAND exited by itself: its own status
+	outcomeSignalled                    // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
+	outcomeLost                         // leadership was lost; COMMAND was stopped: 76
+	outcomeUnhealthy                    // the health check failed; COMMAND was stopped: 77
+)
+
+func (k outcomeKind) String() string {
+	switch k {
+	case outcomeExited:
+		return "exited"
+	case outcomeSignalled:
+		return "signalled"
+	case outcomeLost:
+		return "lost"
+	case outcomeUnhealthy:
+		return "unhealthy"
+	}
+	return fmt.Sprintf("outcomeKind(%d)", int(k))
+}
+
+// happened is what a held run saw by the time COMMAND had exited.
+type happened struct {
+	lease string // the lease name, for the message
+	// lost is set when the keeper said leadership was lost.
+	lost *lease.LostError
+	// unhealthy is set when the health check failed first (a failure
+	// reported after leadership was lost is not one).
+	unhealthy *runner.UnhealthyError
+	// pastKillDeadline: COMMAND was found ended at or after the kill
+	// deadline with no renewal since, before the keeper had said anything
+	// (leaderrun was stopped or starved, and the guard killed COMMAND).
+	pastKillDeadline bool
+	result           runner.Result // how COMMAND ended
+}
+
+// outcome is decideOutcome's answer.
+type outcome struct {
+	kind      outcomeKind
+	code      int   // leaderrun's exit status
+	recordEnd bool  // write lastrunend and lastexit: the lease is still held to do so
+	err       error // the one line logged before exiting; nil: COMMAND's own status needs none
+}
+
+// errKillDeadline is the reason of a loss that only the clock tells.
+var errKillDeadline = errors.New("no renewal succeeded before the kill deadline: leaderrun could not act (stopped or starved), and the guard killed the command")
+
+// decideOutcome decides how a held run ended. A failed health check wins
+// over a loss that came after it (COMMAND was already being stopped for
+// it); a lost lease is not written to (its end is not recorded); otherwise
+// leaderrun exits with COMMAND's own status.
+func decideOutcome(h happened) outcome {
+	lost := h.lost
+	if lost == nil && h.pastKillDeadline {
+		lost = &lease.LostError{Reason: errKillDeadline}
+	}
+	code := h.result.Code()
+	switch {
+	case h.unhealthy != nil:
+		return outcome{kind: outcomeUnhealthy, code: exitUnhealthy, recordEnd: true,
+			err: fmt.Errorf("the health check failed %d times in a row (%s); the command was stopped and the lease released",
+				h.unhealthy.Failures, h.unhealthy.Last)}
+	case lost != nil:
+		return outcome{kind: outcomeLost, code: exitLost,
+			err: fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", h.lease, lost.Reason)}
+	case h.result.Signal != 0:
+		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}
+	}
+	return outcome{kind: outcomeExited, code: code, recordEnd: true}
+}
+
+// exitErr is the error runLeader returns for o: nil for a run that
+// succeeded.
+func (o outcome) exitErr() error {
+	if o.code == exitOK && o.err == nil {
+		return nil
+	}
+	return exitWith(o.code, o.err)
+}

@@ -1,0 +1,54 @@
+package cmd
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+)
+
+func TestDecideOutcome(t *testing.T) {
+	lost := &lease.LostError{Reason: errors.New("renew: storage answered 409 LeaseIdMismatchWithLeaseOperation")}
+	unhealthy := &runner.UnhealthyError{Failures: 3, Last: "exit status 1"}
+	exit := func(code int) runner.Result { return runner.Result{ExitCode: code} }
+	killed := func(sig syscall.Signal) runner.Result { return runner.Result{ExitCode: -1, Signal: sig} }
+	tests := []struct {
+		name   string
+		h      happened
+		kind   outcomeKind
+		code   int
+		record bool
+		msg    string // in the logged line; "" when there is none
+	}{
+		{"success", happened{result: exit(0)}, outcomeExited, 0, true, ""},
+		{"command's own failure", happened{result: exit(3)}, outcomeExited, 3, true, ""},
+		{"command's own 76 is not a loss", happened{result: exit(76)}, outcomeExited, 76, true, ""},
+		{"forwarded SIGTERM", happened{result: killed(syscall.SIGTERM)}, outcomeSignalled, 143, true, ""},
+		{"lost", happened{lost: lost, result: killed(syscall.SIGTERM)}, outcomeLost, exitLost, false, "LeaseIdMismatchWithLeaseOperation"},
+		{"lost although the command exited 0", happened{lost: lost, result: exit(0)}, outcomeLost, exitLost, false, "was lost while the command ran"},
+		{"kill deadline passed unseen", happened{pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exitLost, false, "before the kill deadline"},
+		{"unhealthy", happened{unhealthy: unhealthy, result: killed(syscall.SIGTERM)}, outcomeUnhealthy, exitUnhealthy, true, "failed 3 times in a row (exit status 1)"},
+		{"unhealthy, then lost while stopping", happened{unhealthy: unhealthy, lost: lost, result: killed(syscall.SIGKILL)}, outcomeUnhealthy, exitUnhealthy, true, "health check failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.h.lease = "cron/report"
+			got := decideOutcome(tt.h)
+			if got.kind != tt.kind || got.code != tt.code || got.recordEnd != tt.record {
+				t.Fatalf("got %v code %d record %v, want %v code %d record %v", got.kind, got.code, got.recordEnd, tt.kind, tt.code, tt.record)
+			}
+			switch {
+			case tt.msg == "" && got.err != nil:
+				t.Fatalf("logged line %q, want none", got.err)
+			case tt.msg != "" && (got.err == nil || !strings.Contains(got.err.Error(), tt.msg)):
+				t.Fatalf("logged line %v, want it to contain %q", got.err, tt.msg)
+			}
+			if c := exitCode(got.exitErr()); c != tt.code {
+				t.Fatalf("exitCode(exitErr()) = %d, want %d", c, tt.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,64 @@
+package cmd
+
+// Waiting for the lease: the acquire, what a waiting follower reports, and
+// a terminating signal that ends the wait.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+// waitForLease acquires the lease; a terminating signal ends the wait at
+// once. It returns a nil lease when --once-per skips the run.
+func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal, hs *headStart) (*lease.Lease, error) {
+	log := a.log
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	var waitSig syscall.Signal
+	waitDone := make(chan struct{})
+	go func() {
+		defer close(waitDone)
+		for {
+			select {
+			case s := <-sigs:
+				if terminating(s) {
+					waitSig = s.(syscall.Signal)
+					cancelWait()
+					return
+				}
+				log.Debug("signal ignored while waiting", "signal", s)
+			case <-waitCtx.Done():
+				return
+			}
+		}
+	}()
+	l, err := e.Acquire(waitCtx, lease.WaitOptions{
+		NoWait:  o.noWait,
+		Timeout: o.timeout,
+		OncePer: o.oncePer,
+		OnTry:   hs.prepare,
+		OnWait: func(p *lease.Properties) {
+			hs.discard()
+			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
+			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", heldText(held, o.identity))
+			sd.waiting()
+			sd.status("waiting: held by " + heldText(held, o.identity))
+		},
+	})
+	cancelWait()
+	<-waitDone
+	var skip *lease.SkipError
+	switch {
+	case errors.As(err, &skip):
+		log.Info("skipped: a run started within the --once-per window", "window", o.oncePer,
+			"last_run_by", skip.Holder, "last_run_start", skip.Start.UTC().Format(time.RFC3339))
+		return nil, nil
+	case err != nil:
+		return nil, acquireExit(err, waitSig, o)
+	}
+	return l, nil
+}
