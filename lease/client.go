@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -82,7 +81,7 @@ type Client struct {
 	log hclog.Logger
 }
 
-// NewClient checks cfg and builds the request pipeline. It makes no
+// NewClient checks cfg and builds the Azure SDK's clients. It makes no
 // request. A configuration that cannot work is a *ConfigError.
 //
 // The SDK's own retries are off (leaderrun retries with its own deadlines),
@@ -154,38 +153,35 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	containerURL := base + "/" + cfg.Container
 	c.url = containerURL + "/" + escapeBlobName(cfg.Blob)
 
-	transport := newTransport()
-	rb := &restBlob{blobURL: c.url, containerURL: containerURL}
+	opts := clientOptions(loopback)
+	var auth azAuth
 	switch c.auth {
 	case authSharedKey:
-		signer, err := newSharedKeyPolicy(account, key)
+		cred, err := blob.NewSharedKeyCredential(account, key)
 		if err != nil {
 			return nil, configErr("credentials", "the account key is not valid base64")
 		}
-		rb.pl = newPipeline(signer, transport)
+		auth.key = cred
 	case authSAS:
-		rb.sas = sas
-		rb.pl = newPipeline(nil, transport)
+		auth.sas = sas
 	default:
 		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: transport},
+			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
 		})
 		if err != nil {
 			return nil, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
-		// A bearer token goes over plain http to loopback only (Azurite);
-		// checkEndpoint refused http anywhere else.
-		rb.pl = newPipeline(runtime.NewBearerTokenPolicy(cred, []string{storageScope},
-			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: loopback}), transport)
+		auth.token = cred
 	}
-	c.api = rb
+	api, err := newAzBlob(c.url, containerURL, auth, opts)
+	if err != nil {
+		return nil, configErr("endpoint", "%s", c.sanitize(err))
+	}
+	c.api = api
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
 }
-
-// storageScope is the Entra ID scope of Azure Storage's data plane.
-const storageScope = "https://storage.azure.com/.default"
 
 // newTransport is a bounded HTTP/1.1 transport.
 func newTransport() *http.Client {
