@@ -1,3 +1,6 @@
+// Client: one lease blob, its credentials and SDK clients, and the requests
+// that the Elector and the Lease make on it, each classified by mapError.
+
 package lease
 
 import (
@@ -6,14 +9,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -82,7 +83,7 @@ type Client struct {
 	log hclog.Logger
 }
 
-// NewClient checks cfg and builds the request pipeline. It makes no
+// NewClient checks cfg and builds the Azure SDK's clients. It makes no
 // request. A configuration that cannot work is a *ConfigError.
 //
 // The SDK's own retries are off (leaderrun retries with its own deadlines),
@@ -154,38 +155,35 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	containerURL := base + "/" + cfg.Container
 	c.url = containerURL + "/" + escapeBlobName(cfg.Blob)
 
-	transport := newTransport()
-	rb := &restBlob{blobURL: c.url, containerURL: containerURL}
+	opts := clientOptions(loopback)
+	var auth azAuth
 	switch c.auth {
 	case authSharedKey:
-		signer, err := newSharedKeyPolicy(account, key)
+		cred, err := blob.NewSharedKeyCredential(account, key)
 		if err != nil {
 			return nil, configErr("credentials", "the account key is not valid base64")
 		}
-		rb.pl = newPipeline(signer, transport)
+		auth.key = cred
 	case authSAS:
-		rb.sas = sas
-		rb.pl = newPipeline(nil, transport)
+		auth.sas = sas
 	default:
 		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: transport},
+			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
 		})
 		if err != nil {
 			return nil, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
-		// A bearer token goes over plain http to loopback only (Azurite);
-		// checkEndpoint refused http anywhere else.
-		rb.pl = newPipeline(runtime.NewBearerTokenPolicy(cred, []string{storageScope},
-			&policy.BearerTokenOptions{InsecureAllowCredentialWithHTTP: loopback}), transport)
+		auth.token = cred
 	}
-	c.api = rb
+	api, err := newAzBlob(c.url, containerURL, auth, opts)
+	if err != nil {
+		return nil, configErr("endpoint", "%s", c.sanitize(err))
+	}
+	c.api = api
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
 }
-
-// storageScope is the Entra ID scope of Azure Storage's data plane.
-const storageScope = "https://storage.azure.com/.default"
 
 // newTransport is a bounded HTTP/1.1 transport.
 func newTransport() *http.Client {
@@ -387,174 +385,4 @@ func (c *Client) ensureBlob(ctx context.Context, containerMissing bool) error {
 	}
 	c.log.Info("created lease blob", "url", c.url)
 	return nil
-}
-
-// connString is a parsed storage connection string.
-type connString struct {
-	account, key, sas, endpoint string
-}
-
-// parseConnectionString reads the Azure Storage connection string format.
-// Errors name the problem, never the string's content.
-func parseConnectionString(s string) (connString, error) {
-	fields := map[string]string{}
-	for _, part := range strings.Split(s, ";") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return connString{}, configErr("connection string", "a part is not Key=Value")
-		}
-		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-	}
-	if strings.EqualFold(fields["usedevelopmentstorage"], "true") {
-		if fields["developmentstorageproxyuri"] != "" {
-			return connString{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
-		}
-		// Azurite's defaults, spelled out.
-		return connString{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
-	}
-	cs := connString{
-		account:  fields["accountname"],
-		key:      fields["accountkey"],
-		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
-		endpoint: fields["blobendpoint"],
-	}
-	if cs.key == "" && cs.sas == "" {
-		return connString{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
-	}
-	if cs.key != "" && cs.account == "" {
-		return connString{}, configErr("connection string", "AccountKey needs AccountName")
-	}
-	if cs.endpoint == "" {
-		if cs.account == "" {
-			return connString{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
-		}
-		if err := validateAccount(cs.account); err != nil {
-			return connString{}, err
-		}
-		proto := strings.ToLower(fields["defaultendpointsprotocol"])
-		if proto == "" {
-			proto = "https"
-		}
-		if proto != "https" && proto != "http" {
-			return connString{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
-		}
-		suffix := fields["endpointsuffix"]
-		if suffix == "" {
-			suffix = "core.windows.net"
-		}
-		cs.endpoint = proto + "://" + cs.account + ".blob." + suffix
-	}
-	return cs, nil
-}
-
-// checkEndpoint validates the blob service URL and returns it without a
-// trailing slash, and whether its host is loopback. Plain http is refused
-// unless the host is loopback (Azurite); a query string is refused (a SAS
-// token belongs in AZURE_STORAGE_SAS_TOKEN). Errors never echo the URL.
-func checkEndpoint(endpoint string) (string, bool, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || u.Opaque != "" {
-		return "", false, configErr("endpoint", "not an absolute URL like https://account.blob.core.windows.net")
-	}
-	if u.User != nil {
-		return "", false, configErr("endpoint", "user information in the URL is not allowed")
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "", false, configErr("endpoint", "a query string or fragment is not allowed (put a SAS token in AZURE_STORAGE_SAS_TOKEN)")
-	}
-	loopback := isLoopback(u.Hostname())
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !loopback {
-			return "", false, configErr("endpoint", "plain http:// to %s is refused: use https (http is allowed to loopback only)", u.Hostname())
-		}
-	default:
-		return "", false, configErr("endpoint", "scheme %q: want https", u.Scheme)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	return strings.TrimRight(u.String(), "/"), loopback, nil
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// validateContainer applies Azure's container naming rules.
-func validateContainer(name string) error {
-	bad := func(why string) error { return configErr("container name", "%q: %s", name, why) }
-	if len(name) < 3 || len(name) > 63 {
-		return bad("must be 3 to 63 characters long")
-	}
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
-		switch {
-		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
-		case ch == '-':
-			if i == 0 || i == len(name)-1 {
-				return bad("must start and end with a letter or digit")
-			}
-			if name[i-1] == '-' {
-				return bad("must not contain consecutive hyphens")
-			}
-		default:
-			return bad("only lowercase letters, digits and hyphens are allowed")
-		}
-	}
-	return nil
-}
-
-// validateBlobName refuses names that Azure rejects or that a URL would
-// rewrite: empty, longer than 1024 characters, control characters, empty,
-// "." or ".." path segments, or a trailing dot.
-func validateBlobName(name string) error {
-	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
-	switch {
-	case name == "":
-		return configErr("lease name", "empty: set --lease (LEADERRUN_LEASE)")
-	case len(name) > 1024:
-		return bad("longer than 1024 characters")
-	case strings.HasSuffix(name, "."):
-		return bad("must not end with a dot")
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f || r == '\\' {
-			return bad("control characters and backslashes are not allowed")
-		}
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return bad(`empty, "." and ".." path segments are not allowed`)
-		}
-	}
-	return nil
-}
-
-// validateAccount applies Azure's account naming rules (it becomes a host name).
-func validateAccount(name string) error {
-	if len(name) < 3 || len(name) > 24 {
-		return configErr("storage account", "%q: must be 3 to 24 characters long", name)
-	}
-	for i := 0; i < len(name); i++ {
-		if ch := name[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9') {
-			return configErr("storage account", "%q: only lowercase letters and digits are allowed", name)
-		}
-	}
-	return nil
-}
-
-func escapeBlobName(name string) string {
-	segs := strings.Split(name, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
 }

@@ -9,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below
@@ -232,28 +232,13 @@ const (
 	kindExists                          // 409 BlobAlreadyExists / ContainerAlreadyExists
 )
 
-// Blob service error codes (x-ms-error-code) that mapError and hint tell
-// apart. The service's list is long; these are the ones leaderrun acts on.
+// Error codes that code outside mapError compares with StorageError.Code
+// (the service's x-ms-error-code, spelled as the service spells it).
 const (
-	codeBlobNotFound                       = "BlobNotFound"
-	codeContainerNotFound                  = "ContainerNotFound"
-	codeLeaseAlreadyPresent                = "LeaseAlreadyPresent"
-	codeLeaseIsBreakingAndCannotBeAcquired = "LeaseIsBreakingAndCannotBeAcquired"
-	codeLeaseNotPresentWithLeaseOperation  = "LeaseNotPresentWithLeaseOperation"
-	codeBlobAlreadyExists                  = "BlobAlreadyExists"
-	codeContainerAlreadyExists             = "ContainerAlreadyExists"
-	codeContainerBeingDeleted              = "ContainerBeingDeleted"
-	codeConditionNotMet                    = "ConditionNotMet"
-	codeAuthorizationPermissionMismatch    = "AuthorizationPermissionMismatch"
-	codeAuthorizationResourceTypeMismatch  = "AuthorizationResourceTypeMismatch"
-	codeAuthorizationServiceMismatch       = "AuthorizationServiceMismatch"
+	codeBlobNotFound      = string(bloberror.BlobNotFound)
+	codeContainerNotFound = string(bloberror.ContainerNotFound)
+	codeConditionNotMet   = string(bloberror.ConditionNotMet)
 )
-
-// hasCode reports whether the service's error code is one of codes. Codes
-// are compared exactly, as the service spells them.
-func hasCode(code string, codes ...string) bool {
-	return code != "" && slices.Contains(codes, code)
-}
 
 // mapError is the one place where storage and network errors are classified
 // and turned into a *StorageError: an *azcore.ResponseError (the service
@@ -269,19 +254,18 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		se.StatusCode, se.Code = re.StatusCode, re.ErrorCode
-		code := re.ErrorCode
 		switch {
-		case re.StatusCode == http.StatusNotFound && hasCode(code, codeContainerNotFound):
+		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
 			se.kind = kindContainerMissing
-		case re.StatusCode == http.StatusNotFound && (code == "" || hasCode(code, codeBlobNotFound)):
-			se.kind = kindBlobMissing
-		case hasCode(code, codeLeaseAlreadyPresent, codeLeaseIsBreakingAndCannotBeAcquired):
+		case re.StatusCode == http.StatusNotFound && (re.ErrorCode == "" || bloberror.HasCode(err, bloberror.BlobNotFound)):
+			se.kind = kindBlobMissing // a HEAD answer has no body, and may have no code
+		case bloberror.HasCode(err, bloberror.LeaseAlreadyPresent, bloberror.LeaseIsBreakingAndCannotBeAcquired):
 			se.kind = kindHeld
-		case hasCode(code, codeLeaseNotPresentWithLeaseOperation):
+		case bloberror.HasCode(err, bloberror.LeaseNotPresentWithLeaseOperation):
 			se.kind = kindNotLeased
-		case hasCode(code, codeBlobAlreadyExists, codeContainerAlreadyExists):
+		case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ContainerAlreadyExists):
 			se.kind = kindExists
-		case hasCode(code, codeContainerBeingDeleted):
+		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
 			se.kind = kindTransient
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
 			se.kind = kindConflict
@@ -291,7 +275,9 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		default:
 			se.kind = kindPermanent
 		}
-		se.Hint = c.hint(se)
+		permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
+			bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
+		se.Hint = c.hint(se, permission)
 		return se
 	}
 
@@ -327,10 +313,9 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	return se
 }
 
-// hint says what to do about an answer, where there is something to do.
-func (c *Client) hint(se *StorageError) string {
-	permission := hasCode(se.Code, codeAuthorizationPermissionMismatch,
-		codeAuthorizationResourceTypeMismatch, codeAuthorizationServiceMismatch)
+// hint says what to do about an answer, where there is something to do;
+// permission is whether the service said the credential lacks a permission.
+func (c *Client) hint(se *StorageError, permission bool) string {
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
 		switch c.auth {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh — leaderrun's benchmarks, side by side with flock(1) and etcdctl
 # lock, on loopback: start cost, graceful handover, crash failover, storage
-# requests and their cost, footprint, many contenders. Prints markdown
+# requests and their cost, footprint, many contenders, and this tree against
+# an earlier commit's build. Prints markdown
 # tables (medians and 95th percentiles) and what they mean for choosing
 # --poll-interval and --lease-duration.
 #
@@ -9,7 +10,10 @@
 #   scripts/bench.sh -quick          a smoke run (≲ 2 min)
 #   scripts/bench.sh -etcd=false     without the etcd columns
 #
-# Other flags: -timeout (hard cap, 15m; 4m with -quick), -runs, -handovers,
+# Other flags: -only (some figures: start, handover, failover, steady, crowd,
+# previous), -previous COMMIT and -previous-runs (figure 7: this tree against
+# an earlier commit's build, by default the last REST client, d2c721f),
+# -timeout (hard cap, 15m; 4m with -quick), -runs, -handovers,
 # -failovers, -window, -contenders 50,200, -contender-poll, -contender-run,
 # -rtt, -price-write/-price-read/-price-other/-price-list (USD per 10,000
 # operations), -keep. The driver is scripts/bench (`go run ./scripts/bench`

@@ -30,7 +30,10 @@
 //  6. many contenders: 50 and 200 leaderrun processes on one lease, each
 //     running a short child; exactly one child at every instant, the
 //     handover between them, the request rate the storage sees, and a
-//     model for 1,000.
+//     model for 1,000;
+//  7. this tree's binary (storage through azblob) against the build of an
+//     earlier commit (-previous, by default the last REST client), `-- true`
+//     and `version` interleaved, and both binaries' sizes.
 //
 // Exit status: 0 when every figure was measured, 1 when a safety check
 // failed (two children at once), 2 when figures could not be measured.
@@ -57,28 +60,30 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 // options are the command line's.
 type options struct {
-	quick      bool
-	limit      time.Duration
-	useEtcd    bool
-	keep       bool
-	rounds     int           // start-cost rounds
-	handovers  int           // handovers per poll interval
-	failovers  int           // crash trials of leaderrun
-	window     time.Duration // requests and footprint window
-	crowds     []int         // contender counts
-	crowdPoll  time.Duration
-	crowdRun   time.Duration
-	crowdWatch time.Duration // request-rate window with every contender waiting
-	rtt        time.Duration // latency added per request in the start-cost breakdown
-	hoRTT      time.Duration // latency added per request in the handover figure
-	prices     prices
-	leaderrun  string // a prebuilt binary to measure instead of the tree's
-	polls      []time.Duration
-	only       map[string]bool // figures to run; nil means all
+	quick        bool
+	limit        time.Duration
+	useEtcd      bool
+	keep         bool
+	rounds       int           // start-cost rounds
+	handovers    int           // handovers per poll interval
+	failovers    int           // crash trials of leaderrun
+	window       time.Duration // requests and footprint window
+	crowds       []int         // contender counts
+	crowdPoll    time.Duration
+	crowdRun     time.Duration
+	crowdWatch   time.Duration // request-rate window with every contender waiting
+	rtt          time.Duration // latency added per request in the start-cost breakdown
+	hoRTT        time.Duration // latency added per request in the handover figure
+	prices       prices
+	leaderrun    string // a prebuilt binary to measure instead of the tree's
+	polls        []time.Duration
+	only         map[string]bool // figures to run; nil means all
+	previous     string          // the commit figure 7 compares with
+	previousRuns int             // figure 7's rounds
 }
 
 // figures are the names -only takes.
-var figures = []string{"start", "handover", "failover", "steady", "crowd"}
+var figures = []string{"start", "handover", "failover", "steady", "crowd", "previous"}
 
 func (o options) runs(figure string) bool { return o.only == nil || o.only[figure] }
 
@@ -118,6 +123,8 @@ func parseOptions(args []string) (options, error) {
 	only := fs.String("only", "", "run only these figures, comma-separated: "+strings.Join(figures, ", "))
 	fs.DurationVar(&o.rtt, "rtt", 5*time.Millisecond, "latency added to each request in the start-cost breakdown's last row")
 	fs.DurationVar(&o.hoRTT, "handover-rtt", 0, "latency added to each request of the graceful handover figure (as a network round trip would)")
+	fs.StringVar(&o.previous, "previous", "d2c721f", "the commit whose build figure 7 compares with (the last REST client by default)")
+	previousRuns := fs.Int("previous-runs", 0, "figure 7's rounds (default 40, 10 with -quick)")
 	fs.StringVar(&o.leaderrun, "leaderrun", "", "measure this leaderrun binary instead of one built from the tree (to compare a patch)")
 	fs.Float64Var(&o.prices.write, "price-write", 0.055, "USD per 10,000 write operations (hot tier)")
 	fs.Float64Var(&o.prices.read, "price-read", 0.0044, "USD per 10,000 read operations (hot tier)")
@@ -141,6 +148,7 @@ func parseOptions(args []string) (options, error) {
 	o.rounds = pick(runs, 60, 10)
 	o.handovers = pick(handovers, 30, 4)
 	o.failovers = pick(failovers, 6, 2)
+	o.previousRuns = pick(previousRuns, 40, 10)
 	o.window = *window
 	if o.window <= 0 {
 		o.window = 60 * time.Second
@@ -220,6 +228,7 @@ type results struct {
 	failover  *failoverResult
 	steady    *steadyResult
 	crowds    []crowdResult
+	previous  *previousResult
 	sizes     sizes
 	wall      time.Duration
 	unsafe    []string // safety checks that failed
@@ -281,11 +290,11 @@ func drive(o options, args []string) (int, error) {
 	res.sizes = measureSizes(b.bin)
 
 	if o.runs("start") {
-		progress("1/6 start cost")
+		progress("1/7 start cost")
 		res.start = b.startCost(ctx)
 	}
 	if o.runs("handover") && ctx.Err() == nil {
-		progress("2/6 graceful handover")
+		progress("2/7 graceful handover")
 		for _, poll := range o.polls {
 			res.handover = append(res.handover, b.handoverLeaderrun(ctx, poll))
 		}
@@ -297,7 +306,7 @@ func drive(o options, args []string) (int, error) {
 	// and CPU and is not disturbed by them.
 	var wg sync.WaitGroup
 	if (o.runs("failover") || o.runs("steady")) && ctx.Err() == nil {
-		progress("3/6 crash failover, 4/6 requests and 5/6 footprint (side by side)")
+		progress("3/7 crash failover, 4/7 requests and 5/7 footprint (side by side)")
 	}
 	if o.runs("failover") && ctx.Err() == nil {
 		wg.Go(func() { res.failover = b.failover(ctx) })
@@ -312,9 +321,13 @@ func drive(o options, args []string) (int, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			progress(fmt.Sprintf("6/6 %d contenders", n))
+			progress(fmt.Sprintf("6/7 %d contenders", n))
 			res.crowds = append(res.crowds, b.crowd(ctx, n))
 		}
+	}
+	if o.runs("previous") && ctx.Err() == nil {
+		progress("7/7 this tree against " + o.previous)
+		res.previous = b.previous(ctx)
 	}
 	b.stopAll()
 	b.mach.loadAt[1] = loadavg()
@@ -357,6 +370,9 @@ func (r *results) check(b *bench) {
 	}
 	if r.steady != nil {
 		add(&r.incomplet, "requests/footprint", r.steady.err)
+	}
+	if r.previous != nil {
+		add(&r.incomplet, "against "+r.previous.commit, r.previous.err)
 	}
 	for _, c := range r.crowds {
 		add(&r.incomplet, fmt.Sprintf("%d contenders", c.n), c.err)

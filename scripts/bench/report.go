@@ -105,6 +105,9 @@ func report(w io.Writer, b *bench, r *results, args []string) {
 	if o.runs("crowd") {
 		reportCrowds(pf, b, r)
 	}
+	if o.runs("previous") {
+		reportPrevious(pf, r.previous)
+	}
 	reportTargets(pf, b, r)
 	if o.only == nil {
 		reportMeaning(pf, b, r)

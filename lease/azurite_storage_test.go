@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,89 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 )
 
-// Tests of leaderrun's own REST requests against the emulator, cross-checked
-// with the Azure SDK where it helps.
-
-// Azurite checks Shared Key signatures: a wrong key, or any signed part of
-// a request changed after signing, is refused with 403. So the other Azurite
-// tests, which all sign with the key, fail if the signer is wrong.
-func TestAzuriteVerifiesSharedKey(t *testing.T) {
-	cs := azuriteConnectionString(t)
-	t.Parallel()
-	ctx := t.Context()
-	parsed, err := parseConnectionString(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := uniqueContainer(t)
-	good := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "dir/signed lock+1"})
-	if err := good.ensureBlob(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	p, err := good.api.getProperties(ctx)
-	if err != nil {
-		t.Fatalf("with the right key: %v", err)
-	}
-
-	wrong := azuriteClient(t, ClientConfig{Account: parsed.account, AccountKey: testKey, Endpoint: parsed.endpoint,
-		Container: name, Blob: "dir/signed lock+1"})
-	_, err = wrong.api.getProperties(ctx)
-	if se := wrong.mapError("get properties", err); se.StatusCode != http.StatusForbidden {
-		t.Errorf("wrong key: %v, want 403", err)
-	}
-
-	// The right key, but a signed part of the request changed after signing.
-	signer, err := newSharedKeyPolicy(parsed.account, parsed.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		tamper func(r *http.Request)
-	}{
-		{"nothing changed", func(r *http.Request) {}},
-		{"metadata value", func(r *http.Request) { r.Header["x-ms-meta-holder"] = []string{"mallory"} }},
-		{"If-Match", func(r *http.Request) { r.Header.Set("If-Match", `"0x0"`) }},
-		{"lease ID", func(r *http.Request) { r.Header.Set("X-Ms-Lease-Id", "00000000-0000-0000-0000-00000000000f") }},
-		{"path", func(r *http.Request) {
-			r.URL.RawPath = strings.Replace(r.URL.EscapedPath(), "lock+1", "lock+2", 1)
-			r.URL.Path = strings.Replace(r.URL.Path, "lock+1", "lock+2", 1)
-		}},
-		{"query", func(r *http.Request) { r.URL.RawQuery += "&timeout=30" }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tamper := policyFunc(func(req *policy.Request) (*http.Response, error) {
-				tc.tamper(req.Raw())
-				return req.Next()
-			})
-			rb := *good.api.(*restBlob)
-			rb.pl = runtime.NewPipeline("leaderrun-test", "", runtime.PipelineOptions{PerRetry: []policy.Policy{signer, tamper}},
-				&policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}, Transport: newTransport()})
-			_, err := rb.setMetadata(ctx, "", p.ETag, map[string]string{"holder": "vm-1"})
-			var se *StorageError
-			if err != nil {
-				se = good.mapError("set metadata", err)
-			}
-			switch {
-			case tc.name == "nothing changed" && err != nil:
-				t.Errorf("untampered request refused: %v", se)
-			case tc.name != "nothing changed" && (se == nil || se.StatusCode != http.StatusForbidden):
-				t.Errorf("tampered request: %v, want 403", se)
-			}
-		})
-	}
-}
-
-type policyFunc func(req *policy.Request) (*http.Response, error)
-
-func (f policyFunc) Do(req *policy.Request) (*http.Response, error) { return f(req) }
+// Tests of leaderrun's storage requests (azblob.go) against the emulator,
+// cross-checked with the Azure SDK's own clients where it helps.
 
 // Blob names with spaces, reserved URL characters, '%' and unicode: each is
 // acquired by name with a key and (for some) a SAS, and the SDK finds exactly
@@ -436,125 +359,6 @@ func TestAzuriteSetMetadataIfMatch(t *testing.T) {
 	_, err = c.setMetadata(ctx, id, e1, map[string]string{"term": "2"})
 	want("lease ID and the current ETag", err, 0, "")
 	if err := c.release(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// recordingAPI passes requests through and records them.
-type recordingAPI struct {
-	blobAPI
-	mu       sync.Mutex
-	ops      []string
-	ifMatch  []string
-	inFlight int
-	maxIn    int
-}
-
-func (r *recordingAPI) enter(op string) func() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops = append(r.ops, op)
-	r.inFlight++
-	r.maxIn = max(r.maxIn, r.inFlight)
-	return func() {
-		r.mu.Lock()
-		r.inFlight--
-		r.mu.Unlock()
-	}
-}
-
-func (r *recordingAPI) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops, r.ifMatch, r.maxIn = nil, nil, 0
-}
-
-func (r *recordingAPI) snapshot() ([]string, []string, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.ops), slices.Clone(r.ifMatch), r.maxIn
-}
-
-func (r *recordingAPI) acquireLease(ctx context.Context, id string, s int) (answer, error) {
-	defer r.enter(opAcquire)()
-	return r.blobAPI.acquireLease(ctx, id, s)
-}
-
-func (r *recordingAPI) getProperties(ctx context.Context) (blobProps, error) {
-	defer r.enter(opGetProps)()
-	return r.blobAPI.getProperties(ctx)
-}
-
-func (r *recordingAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[string]string) (answer, error) {
-	defer r.enter(opSetMeta)()
-	r.mu.Lock()
-	r.ifMatch = append(r.ifMatch, ifMatch)
-	r.mu.Unlock()
-	return r.blobAPI.setMetadata(ctx, id, ifMatch, md)
-}
-
-func recording(c *Client) *recordingAPI {
-	r := &recordingAPI{blobAPI: c.api}
-	c.api = r
-	return r
-}
-
-// Against the emulator: a start on a free lease is acquire and read
-// together, then the conditional write; a handover is acquire and write.
-func TestAzuriteAcquireRoundTrips(t *testing.T) {
-	cs := azuriteConnectionString(t)
-	t.Parallel()
-	ctx := t.Context()
-	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "rt"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
-	ea := azuriteElector(t, ca, "vm-a", nil)
-	l, err := ea.Acquire(ctx, WaitOptions{NoWait: true}) // creates the blob
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	ra := recording(ca)
-	l, err = ea.Acquire(ctx, WaitOptions{NoWait: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, ifMatch, _ := ra.snapshot()
-	if len(ops) != 3 || !slices.Contains(ops[:2], opAcquire) || !slices.Contains(ops[:2], opGetProps) || ops[2] != opSetMeta ||
-		ifMatch[0] == "" {
-		t.Errorf("fresh start: %v (If-Match %q), want acquire and read, then a conditional write", ops, ifMatch)
-	}
-	if l.Term != 2 {
-		t.Errorf("term %d, want 2", l.Term)
-	}
-
-	rb := recording(cb)
-	waiting := make(chan struct{})
-	var once sync.Once
-	go func() {
-		<-waiting
-		time.Sleep(300 * time.Millisecond)
-		rb.reset() // from here on: the last polls, then the handover
-		if err := l.Release(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	lb, err := azuriteElector(t, cb, "vm-b", func(c *Config) { c.PollInterval = 100 * time.Millisecond }).
-		Acquire(ctx, WaitOptions{Timeout: 10 * time.Second, OnWait: func(*Properties) { once.Do(func() { close(waiting) }) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ops, ifMatch, _ = rb.snapshot()
-	i := slices.Index(ops, opAcquire)
-	if i < 1 || ops[i-1] != opGetProps || !slices.Equal(ops[i:], []string{opAcquire, opSetMeta}) || ifMatch[0] == "" {
-		t.Errorf("handover: %v (If-Match %q), want polls, then acquire and a conditional write", ops, ifMatch)
-	}
-	if lb.Term != 3 || mustProps(t, cb).Term != 3 {
-		t.Errorf("term %d, want 3", lb.Term)
-	}
-	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
