@@ -1,7 +1,7 @@
 // acquire.go: one Acquire call as a state machine (attempt): the optimistic
 // acquire, the follower's poll loop with reads, creating a missing blob,
-// giving up on storage failures, and the cleanup of a lease acquired but not
-// handed over.
+// holding off while WaitOptions.Hold says so, giving up on storage failures,
+// and the cleanup of a lease acquired but not handed over.
 
 package lease
 
@@ -35,6 +35,7 @@ type attempt struct {
 	seen      *Properties // the latest held state read
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
+	reason    string      // Hold's latest answer
 }
 
 // errHeldNow: the acquire was refused because the lease is held.
@@ -60,6 +61,18 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			if free == nil {
 				continue
 			}
+		}
+		if a.holding() {
+			// No acquire now: give up, or poll (reads only) until Hold
+			// lets go and a read finds the lease free.
+			if a.w.NoWait || a.expired() {
+				return nil, a.heldError(free)
+			}
+			if err := a.pollWait(ctx); err != nil {
+				return nil, err
+			}
+			read = true
+			continue
 		}
 		// An optimistic acquire goes with a concurrent read; a follower's
 		// acquire comes with the poll read that found the lease free.
@@ -90,7 +103,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			if a.contended > 1 {
 				// A read said free, the acquire said held: do not spin.
 				if a.w.NoWait || a.expired() {
-					return nil, heldError(a.seen)
+					return nil, a.heldError(a.seen)
 				}
 				if err := a.pollWait(ctx); err != nil {
 					return nil, err
@@ -133,7 +146,7 @@ func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) 
 	}
 	a.seen = p
 	if a.w.NoWait || a.expired() {
-		return nil, heldError(p)
+		return nil, a.heldError(p)
 	}
 	a.notify(p)
 	return nil, a.pollWait(ctx)
@@ -244,7 +257,7 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 	now := time.Now()
 	delay := a.failures.add(a.reqStart)
 	if a.expired() && a.seen != nil {
-		return heldError(a.seen) // the wait is over; the last thing known is a holder
+		return a.heldError(a.seen) // the wait is over; the last thing known is a holder
 	}
 	if now.Sub(a.failures.since) >= giveUpAfter || a.expired() {
 		return se
@@ -274,6 +287,35 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// holding asks Hold whether to hold off the acquire about to be sent, and
+// tells OnHold (waiting only) when the reason appears or changes.
+func (a *attempt) holding() bool {
+	if a.w.Hold == nil {
+		return false
+	}
+	reason := a.w.Hold()
+	changed := reason != a.reason
+	a.reason = reason
+	if reason == "" {
+		return false
+	}
+	if changed {
+		a.e.log.Debug("holding off the acquire", "reason", reason)
+		if a.w.OnHold != nil && !a.w.NoWait {
+			a.w.OnHold(reason)
+		}
+	}
+	return true
+}
+
+// heldError is the *HeldError to give up with: p's holder (the latest read;
+// nil if none) and Hold's latest reason.
+func (a *attempt) heldError(p *Properties) *HeldError {
+	he := heldError(p)
+	he.Reason = a.reason
+	return he
 }
 
 // notify tells OnWait when the wait starts and when the holder changes.

@@ -57,13 +57,29 @@ type WaitOptions struct {
 	// soon as the lease is held (leaderrun starts its child-process guard).
 	// A call promises nothing: the acquire may still be refused.
 	OnTry func()
+	// Hold, if set, is asked on Acquire's goroutine right before each
+	// acquire that would be sent (the optimistic first one, a follower's
+	// acquire after a read found the lease free, a retry after a failure;
+	// not the second one right after creating a missing blob). A
+	// non-empty answer is the reason not to acquire now: with NoWait,
+	// Acquire returns a *HeldError with that Reason and sends nothing;
+	// waiting, it keeps polling with reads (no writes) and acquires as
+	// soon as Hold answers "" and the lease is free; Timeout still
+	// applies. It must not block and must be cheap (no I/O): it is asked
+	// at every poll that finds the lease free.
+	Hold func() string
+	// OnHold, if set, is called on Acquire's goroutine when a waiting
+	// Acquire is first held off by Hold and whenever the reason changes
+	// (not with NoWait, which returns at once). It must not block.
+	OnHold func(reason string)
 }
 
 // Acquire acquires the lease, waiting for it as w says, and writes the new
 // term to the blob's metadata. The returned Lease is held but not yet kept:
 // call Keep before starting the child.
 //
-// Errors: *HeldError (ErrHeld) when not acquired with NoWait or by Timeout;
+// Errors: *HeldError (ErrHeld) when not acquired with NoWait or by Timeout
+// (its Reason set when Hold kept it off);
 // *SkipError (ErrSkipped) for a once-per skip; *StorageError
 // (ErrUnavailable) when the storage refuses (400, 401, 403, …: at once) or
 // cannot be reached for 10 s in a row (network, 408, 429, 5xx: retried with

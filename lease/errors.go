@@ -64,10 +64,17 @@ type HeldError struct {
 	// Stale: the metadata describes a term whose run has ended, so the
 	// holder is not known yet; Holder, Since and Term are that term's.
 	Stale bool
+	// Reason: WaitOptions.Hold's latest reason, when it kept this Acquire
+	// from acquiring; "" otherwise. Holder, Since and Term are then what
+	// the latest read showed, possibly nothing.
+	Reason string
 }
 
 func (e *HeldError) Error() string {
 	var b strings.Builder
+	if e.Reason != "" {
+		return "lease: not acquired: " + e.Reason
+	}
 	b.WriteString(ErrHeld.Error())
 	if e.Stale {
 		b.WriteString(": not known yet (the metadata still names the previous term")
