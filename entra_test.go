@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 const (
@@ -51,7 +53,7 @@ func TestManagedIdentityEndToEnd(t *testing.T) {
 	env := []string{
 		"AZURE_STORAGE_ACCOUNT=devstoreaccount1",
 		"LEADERRUN_ENDPOINT=https://127.0.0.1:" + strconv.Itoa(port) + "/devstoreaccount1",
-		"LEADERRUN_CONTAINER=" + randomName("mi-"),
+		"LEADERRUN_CONTAINER=" + "mi-" + testenv.RandHex(6),
 		"SSL_CERT_FILE=" + cert,
 		"IDENTITY_ENDPOINT=" + mi.url,
 		"IDENTITY_HEADER=" + identityHeader,

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The test binary is also every process the tests need (STYLE #14): the
+// The test binary is also every process the tests need: the
 // guard, when started with the guard's argument, and a child whose behaviour
 // RUNNER_TEST_CHILD selects. Children give up after childLife, so a failed
 // test cannot leave them behind for long.

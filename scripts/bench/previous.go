@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // previousResult is figure 7.
@@ -66,7 +68,7 @@ func (b *bench) previous(ctx context.Context) *previousResult {
 	run := func(bin, lease string) []string {
 		return []string{bin, "-l", lease, "--container", b.container, "-q", "--", "true"}
 	}
-	name := "previous-" + randHex(4)
+	name := "previous-" + testenv.RandHex(4)
 	type job struct {
 		argv []string
 		env  []string
@@ -75,14 +77,14 @@ func (b *bench) previous(ctx context.Context) *previousResult {
 	jobs := []job{
 		{run(b.bin.leaderrun, name+"-sdk"), b.direct(), &r.cur},
 		{run(prevBin, name+"-rest"), b.direct(), &r.prev},
-		{[]string{b.bin.leaderrun, "version"}, baseEnv(), &r.curVer},
-		{[]string{prevBin, "version"}, baseEnv(), &r.prvVer},
+		{[]string{b.bin.leaderrun, "version"}, testenv.BaseEnv(), &r.curVer},
+		{[]string{prevBin, "version"}, testenv.BaseEnv(), &r.prvVer},
 	}
 	// Warm-up: the first runs create the blobs and fill the page cache.
 	for range 3 {
 		for _, j := range jobs {
 			if _, err := timed(j.env, b.work, out, j.argv...); err != nil {
-				r.err = fmt.Sprintf("%s: %v%s", j.argv[0], err, logTail(out.Name()))
+				r.err = fmt.Sprintf("%s: %v%s", j.argv[0], err, testenv.LogTail(out.Name()))
 				return r
 			}
 		}
