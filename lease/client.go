@@ -81,6 +81,13 @@ type Client struct {
 
 	api blobAPI
 	log hclog.Logger
+
+	// What Sibling needs to address another blob of the container with
+	// the same credentials and transport, and List to list the container.
+	containerURL string
+	azAuth       azAuth
+	opts         azcore.ClientOptions
+	lister       containerAPI
 }
 
 // NewClient checks cfg and builds the Azure SDK's clients. It makes no
@@ -101,6 +108,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if err := validateBlobName(cfg.Blob); err != nil {
 		return nil, err
+	}
+	if strings.Contains(cfg.Blob, MarkerSep) {
+		return nil, configErr("lease name", "%q: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", cfg.Blob, MarkerSep)
 	}
 
 	c := &Client{container: cfg.Container, blobName: cfg.Blob, log: log.Named("lease")}
@@ -180,7 +190,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	c.api = api
+	c.api, c.lister = api, api
+	c.containerURL, c.azAuth, c.opts = containerURL, auth, opts
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
 }

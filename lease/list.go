@@ -1,0 +1,154 @@
+// Listing: a client for another blob of the same container (a slot or a
+// marker of the lease), and one listing of the blobs under a prefix with
+// their lease state and metadata.
+
+package lease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// containerAPI is the storage edge for requests on the container as a
+// whole. azBlob sends them; tests may use a fake.
+type containerAPI interface {
+	// listBlobs lists the blobs whose names begin with prefix, with
+	// their lease state and metadata, following every page. The answer
+	// is the last page's (its Date).
+	listBlobs(ctx context.Context, prefix string) ([]listedBlob, answer, error)
+}
+
+// listedBlob is one blob of a listing.
+type listedBlob struct {
+	Name       string
+	LeaseState string            // "" if absent
+	ETag       string            // quotes included
+	Metadata   map[string]string // names lowercased; never nil
+}
+
+// pagerLister is the part of the SDK's container client that lists.
+type pagerLister interface {
+	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
+}
+
+var (
+	_ pagerLister  = (*container.Client)(nil)
+	_ containerAPI = (*azBlob)(nil)
+)
+
+// maxListPages bounds one listing: 5,000 blobs a page, so 100 pages are
+// half a million blobs under one prefix, far beyond what a container of
+// leases holds. A listing that would go on is an error, not a partial
+// answer.
+const maxListPages = 100
+
+func (a *azBlob) listBlobs(ctx context.Context, prefix string) ([]listedBlob, answer, error) {
+	pl, ok := a.container.(pagerLister)
+	if !ok {
+		return nil, answer{}, fmt.Errorf("lease: the container client cannot list")
+	}
+	opts := &container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}}
+	if prefix != "" {
+		opts.Prefix = &prefix
+	}
+	pager := pl.NewListBlobsFlatPager(opts)
+	var (
+		blobs []listedBlob
+		last  answer
+	)
+	for pages := 0; pager.More(); pages++ {
+		if pages == maxListPages {
+			return nil, answer{}, fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
+		}
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, answer{}, err
+		}
+		last = newAnswer(page.Date, nil)
+		if page.Segment == nil {
+			continue
+		}
+		for _, item := range page.Segment.BlobItems {
+			if item == nil || item.Name == nil {
+				continue
+			}
+			b := listedBlob{Name: *item.Name, Metadata: make(map[string]string, len(item.Metadata))}
+			if p := item.Properties; p != nil {
+				if p.LeaseState != nil {
+					b.LeaseState = string(*p.LeaseState)
+				}
+				if p.ETag != nil {
+					b.ETag = string(*p.ETag)
+				}
+			}
+			for k, v := range item.Metadata {
+				if v != nil {
+					b.Metadata[strings.ToLower(k)] = *v
+				}
+			}
+			blobs = append(blobs, b)
+		}
+	}
+	return blobs, last, nil
+}
+
+// Listed is one blob of a listing: its name and what it says about its
+// lease, parsed as Properties parses a read (Date is the listing's).
+type Listed struct {
+	Name  string
+	Props *Properties
+}
+
+// List lists the blobs of the container whose names begin with prefix
+// ("" for all), with their lease state and metadata, in one request per
+// 5,000 blobs, and returns them in name order with the service's Date of
+// the answer. A missing container is an empty listing. Failures are
+// *StorageError; a done ctx returns ctx.Err().
+func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	blobs, ans, err := c.lister.listBlobs(rctx, prefix)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, time.Time{}, ctx.Err()
+		}
+		se := c.mapError("list blobs", err)
+		if se.kind == kindContainerMissing {
+			return nil, ans.Date, nil
+		}
+		return nil, time.Time{}, se
+	}
+	out := make([]Listed, 0, len(blobs))
+	for _, b := range blobs {
+		state := StateAvailable
+		if b.LeaseState != "" {
+			state = State(b.LeaseState)
+		}
+		p := newProperties(state, b.Metadata, ans.Date)
+		p.etag = b.ETag
+		out = append(out, Listed{Name: b.Name, Props: p})
+	}
+	return out, ans.Date, nil
+}
+
+// Sibling returns a client for another blob of the same container (a slot
+// or a marker of this lease: see names.go), with the same credentials and
+// transport. It makes no request.
+func (c *Client) Sibling(blob string) (*Client, error) {
+	if err := validateBlobName(blob); err != nil {
+		return nil, err
+	}
+	url := c.containerURL + "/" + escapeBlobName(blob)
+	api, err := newAzBlob(url, c.containerURL, c.azAuth, c.opts)
+	if err != nil {
+		return nil, configErr("endpoint", "%s", c.sanitize(err))
+	}
+	s := *c
+	s.url, s.blobName, s.api, s.lister = url, blob, api, api
+	return &s, nil
+}
