@@ -42,7 +42,7 @@ func TestAzuriteOddBlobNames(t *testing.T) {
 		"semi;colon,comma",
 		"at@colon:dollar$",
 		"quote'paren(star)*!",
-		"tilde~caret^pipe|backtick`",
+		"tilde-caret^pipe|backtick`",
 		`brackets[]{}<>"dq"`,
 		"ünïcødé/日本語/🙂",
 		"deep/a/b/c/d",

@@ -70,19 +70,16 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		// and per handover): the command starts right after the claim, and
 		// a run skipped by --once-per returned above, before anything was
 		// written.
-		md := mergeMetadata(p.Metadata, map[string]string{
+		// startRun moves the previous run into the history first (with
+		// its end unknown if its holder could not record it).
+		md := startRun(p.Metadata, Run{Holder: cfg.Identity, Term: stored + 1, Start: now})
+		md = mergeMetadata(md, map[string]string{
 			mdHolder:        cfg.Identity,
 			mdTerm:          strconv.FormatInt(stored+1, 10),
 			mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
 			mdAcquiredAt:    formatTime(acquiredAt),
 			mdVersion:       cfg.Version,
-			mdLastRunHolder: cfg.Identity,
 		})
-		if !now.IsZero() {
-			md[mdLastRunStart] = formatTime(now)
-		}
-		delete(md, mdLastRunEnd)
-		delete(md, mdLastExit)
 		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {

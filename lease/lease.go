@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"strconv"
 	"sync"
 	"time"
 
@@ -113,34 +112,29 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 		return &StorageError{Op: "record run start", Err: errors.New("no Date header seen from the service"),
 			kind: kindPermanent, summary: "no service time"}
 	}
-	return l.updateMetadata(ctx, "record run start", func(md map[string]string) {
-		md[mdLastRunStart] = formatTime(start)
-		md[mdLastRunHolder] = l.Identity
-		delete(md, mdLastRunEnd)
-		delete(md, mdLastExit)
+	return l.updateMetadata(ctx, "record run start", func(md map[string]string) map[string]string {
+		return startRun(md, Run{Holder: l.Identity, Term: l.Term, Start: start})
 	})
 }
 
 // RecordRunEnd writes lastrunend (service time, as for RecordRunStart) and
-// lastexit. It needs the lease: call it before Release. After Lost it
+// lastexit, moves the run into the history and, on status 0, records it as
+// the last success (history.go). It needs the lease: call it before Release. After Lost it
 // usually fails (the lease is gone), which is worth a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	end := l.serviceNow()
-	return l.updateMetadata(ctx, "record run end", func(md map[string]string) {
-		if !end.IsZero() {
-			md[mdLastRunEnd] = formatTime(end)
-		}
-		md[mdLastExit] = strconv.Itoa(exitCode)
+	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {
+		return recordRunEnd(md, Run{Holder: l.Identity, Term: l.Term, Start: parseTime(md[mdLastRunStart]), End: end, ExitCode: &exitCode})
 	})
 }
 
-// updateMetadata writes the metadata changed by edit, with the lease ID,
-// retrying transient failures within requestTimeout.
-func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[string]string)) error {
+// updateMetadata writes the metadata that edit returns (from a copy of the
+// metadata last written), with the lease ID, retrying transient failures
+// within requestTimeout.
+func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[string]string) map[string]string) error {
 	l.mu.Lock()
-	md := maps.Clone(l.meta)
+	md := edit(maps.Clone(l.meta))
 	l.mu.Unlock()
-	edit(md)
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	err := retryTransient(rctx, func() error {
