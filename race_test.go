@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
 // contender is one leaderrun of a race, and what it left.
@@ -85,7 +86,7 @@ func ranBy(t *testing.T, runs string) []string {
 // connection string that goes through it.
 func slowed(t *testing.T, cs string, latency time.Duration) string {
 	t.Helper()
-	target, err := url.Parse(blobEndpoint(cs))
+	target, err := url.Parse(testenv.ConnField(cs, "BlobEndpoint"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestNoWaitRace(t *testing.T) {
 	cs := connectionString(t)
 	bin := leaderrunBinary(t)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
-	t.Setenv("LEADERRUN_CONTAINER", randomName("race-"))
+	t.Setenv("LEADERRUN_CONTAINER", "race-"+testenv.RandHex(6))
 	runs := filepath.Join(t.TempDir(), "runs")
 	ids := []string{"vm-1", "vm-2", "vm-3"}
 	const rounds = 3
