@@ -25,6 +25,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
+	"github.com/leaderrun/leaderrun/internal/fakeimds"
 	"github.com/leaderrun/leaderrun/internal/testenv"
 )
 
@@ -104,6 +105,7 @@ func TestScripts(t *testing.T) {
 			"signal":    cmdSignal,
 			"startgap":  cmdStartGap,
 			"children":  cmdChildren,
+			"fakeimds":  fakeimds.ScriptCmd,
 		},
 	})
 }

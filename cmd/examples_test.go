@@ -39,7 +39,8 @@ func checkLine(t *testing.T, args []string, env map[string]string) *runOptions {
 func lineOptions(t *testing.T, args []string, env map[string]string) (*runOptions, error) {
 	t.Helper()
 	for _, k := range []string{"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
-		"AZURE_STORAGE_ACCOUNT", "LEADERRUN_LEASE", "LEADERRUN_CONTAINER", "LEADERRUN_ENDPOINT"} {
+		"AZURE_STORAGE_ACCOUNT", "LEADERRUN_LEASE", "LEADERRUN_CONTAINER", "LEADERRUN_ENDPOINT",
+		"LEADERRUN_SCHEDULED_EVENTS", "LEADERRUN_IMDS_ENDPOINT"} {
 		t.Setenv(k, "")
 	}
 	for k, v := range env {
@@ -155,6 +156,9 @@ func unitProblems(t *testing.T, text string) []string {
 	o, err := lineOptions(t, leaderrunArgs(t, svc["ExecStart"][0]), env)
 	if err != nil {
 		return append(problems, err.Error())
+	}
+	if !o.events.enabled {
+		problems = append(problems, "a hot standby on Azure VMs should step down before the platform takes the VM: --scheduled-events")
 	}
 	stop, err := systemdDuration(svc["TimeoutStopSec"])
 	if err != nil || stop <= o.killGrace {
@@ -338,7 +342,7 @@ WatchdogSec=5s
 WantedBy=multi-user.target
 `
 	got := strings.Join(unitProblems(t, bad), "\n")
-	for _, want := range []string{"Type=", "Restart=", "KillMode=", "TimeoutStopSec", "WatchdogSec"} {
+	for _, want := range []string{"Type=", "Restart=", "KillMode=", "TimeoutStopSec", "WatchdogSec", "--scheduled-events"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("a wrong %s was not reported; problems:\n%s", want, got)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
 )
@@ -32,6 +33,7 @@ type heldRun struct {
 	sd            *notifier
 	sigs          <-chan os.Signal
 	hs            *headStart
+	events        *eventWatch // nil without --scheduled-events
 
 	env        []string
 	proc       *runner.Process
@@ -40,13 +42,16 @@ type heldRun struct {
 	// What happened while COMMAND ran; each is set at most once.
 	lost      *lease.LostError
 	unhealthy *runner.UnhealthyError
+	stepped   *imds.Event // the scheduled event this run stepped down for
 }
 
 // stopCause is a reason to stop COMMAND, as reported to the event loop:
-// leadership lost, or the health check failed. Each source reports once.
+// leadership lost, the health check failed, or a scheduled event concerns
+// this VM. Each source reports once.
 type stopCause struct {
-	lost      bool  // the keeper closed Lost
-	unhealthy error // what the health check reported
+	lost      bool        // the keeper closed Lost
+	unhealthy error       // what the health check reported
+	event     *imds.Event // the event to step down for
 }
 
 // run keeps the lease, runs COMMAND, stops it when leadership is lost or
@@ -109,7 +114,7 @@ func (h *heldRun) start(ctx context.Context) error {
 }
 
 // watch starts the health check and returns the channel on which the lost
-// lease and a failed check are reported, each at most once. end stops the
+// lease, a failed check and a scheduled event for this VM are reported, each at most once. end stops the
 // check and returns once no check runs any more.
 func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
 	hctx, stopHealth := context.WithCancel(ctx)
@@ -144,6 +149,22 @@ func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(
 			report(stopCause{unhealthy: err})
 		}
 	})
+	if h.events != nil {
+		wg.Go(func() {
+			for {
+				select {
+				case <-h.events.appeared(): // at once if one is pending already
+					if ev, ok := h.events.pending(); ok {
+						report(stopCause{event: &ev})
+						return
+					}
+					// Gone again in between: wait for the next one.
+				case <-wctx.Done():
+					return
+				}
+			}
+		})
+	}
 	return ch, func() {
 		stopWatch()
 		stopHealth()
@@ -153,7 +174,8 @@ func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(
 
 // loop handles what happens while COMMAND runs, until it has exited:
 // outside signals are forwarded, renewals move the guard's kill deadline,
-// and a lost lease or a failed health check stops COMMAND.
+// and a lost lease, a failed health check or a scheduled event for this VM
+// stops COMMAND.
 func (h *heldRun) loop(causes <-chan stopCause) {
 	for {
 		select {
@@ -169,9 +191,12 @@ func (h *heldRun) loop(causes <-chan stopCause) {
 			}
 			h.sd.renewed()
 		case c := <-causes:
-			if c.lost {
+			switch {
+			case c.lost:
 				h.stopLost()
-			} else {
+			case c.event != nil:
+				h.stepDown(*c.event)
+			default:
 				h.stopUnhealthy(c.unhealthy)
 			}
 		case <-h.proc.Done():
@@ -201,7 +226,7 @@ func (h *heldRun) stopLost() {
 // stopUnhealthy stops COMMAND because its health check failed, unless
 // leadership was lost first (COMMAND is already being stopped for that).
 func (h *heldRun) stopUnhealthy(err error) {
-	if h.lost != nil {
+	if h.lost != nil || h.stepped != nil {
 		return
 	}
 	if !errors.As(err, &h.unhealthy) {
@@ -215,10 +240,33 @@ func (h *heldRun) stopUnhealthy(err error) {
 	h.proc.Stop(h.l.StopBudget)
 }
 
+// stepDown stops COMMAND because a scheduled event concerns this VM, as an
+// outside stop request would: the stop signal now, SIGKILL after
+// --kill-grace but no later than stepDownMargin before the event may start
+// (see stepDownKillBy). The keeper renews meanwhile, and the lease is
+// released once COMMAND has exited. If leadership was lost or the health
+// check failed first, COMMAND is already being stopped for that: the event
+// only brings SIGKILL forward if it is due sooner.
+func (h *heldRun) stepDown(ev imds.Event) {
+	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.killGrace))
+	if h.lost == nil && h.unhealthy == nil {
+		h.stepped = &ev
+		h.stopHealth()
+		h.log.Info("stepping down: stopping the command before the scheduled event",
+			"signal", signalName(h.o.signal), "sigkill_in", max(grace, 0).Round(time.Millisecond))
+		at := ev.NotBeforeText
+		if at == "" {
+			at = "any moment"
+		}
+		h.sd.status(fmt.Sprintf("stepping down: %s at %s", ev.EventType, at))
+	}
+	h.proc.Stop(grace) // grace <= 0: SIGKILL now
+}
+
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
-	hap := happened{lease: h.l.Name, lost: h.lost, unhealthy: h.unhealthy, result: h.proc.Result()}
+	hap := happened{lease: h.l.Name, lost: h.lost, unhealthy: h.unhealthy, steppedDown: h.stepped, result: h.proc.Result()}
 	if hap.lost == nil {
 		// The loop may have seen COMMAND's end first.
 		select {

@@ -8,21 +8,22 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
 )
 
 // outcomeKind is how a held run ended. A new way for leadership to end
-// while COMMAND runs (stepping down before the platform takes the VM, say)
-// is a new kind here, with its input in happened and its case in
-// decideOutcome.
+// while COMMAND runs is a new kind here, with its input in happened and its case in
+// decideOutcome, as outcomeSteppedDown is.
 type outcomeKind int
 
 const (
-	outcomeExited    outcomeKind = iota // COMMAND exited by itself: its own status
-	outcomeSignalled                    // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
-	outcomeLost                         // leadership was lost; COMMAND was stopped: 76
-	outcomeUnhealthy                    // the health check failed; COMMAND was stopped: 77
+	outcomeExited      outcomeKind = iota // COMMAND exited by itself: its own status
+	outcomeSignalled                      // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
+	outcomeLost                           // leadership was lost; COMMAND was stopped: 76
+	outcomeUnhealthy                      // the health check failed; COMMAND was stopped: 77
+	outcomeSteppedDown                    // a scheduled event concerns this VM; COMMAND was stopped: 76
 )
 
 func (k outcomeKind) String() string {
@@ -35,6 +36,8 @@ func (k outcomeKind) String() string {
 		return "lost"
 	case outcomeUnhealthy:
 		return "unhealthy"
+	case outcomeSteppedDown:
+		return "stepped down"
 	}
 	return fmt.Sprintf("outcomeKind(%d)", int(k))
 }
@@ -51,7 +54,10 @@ type happened struct {
 	// deadline with no renewal since, before the keeper had said anything
 	// (leaderrun was stopped or starved, and the guard killed COMMAND).
 	pastKillDeadline bool
-	result           runner.Result // how COMMAND ended
+	// steppedDown is set when a scheduled event for this VM made the run
+	// step down, before leadership was lost or the health check failed.
+	steppedDown *imds.Event
+	result      runner.Result // how COMMAND ended
 }
 
 // outcome is decideOutcome's answer.
@@ -67,8 +73,10 @@ var errKillDeadline = errors.New("no renewal succeeded before the kill deadline:
 
 // decideOutcome decides how a held run ended. A failed health check wins
 // over a loss that came after it (COMMAND was already being stopped for
-// it); a lost lease is not written to (its end is not recorded); otherwise
-// leaderrun exits with COMMAND's own status.
+// it); a lost lease is not written to (its end is not recorded), even when
+// it was lost while stepping down; a step-down for a scheduled event exits
+// 76 and records the end (the lease is still held: the record is written
+// before the release); otherwise leaderrun exits with COMMAND's own status.
 func decideOutcome(h happened) outcome {
 	lost := h.lost
 	if lost == nil && h.pastKillDeadline {
@@ -80,9 +88,17 @@ func decideOutcome(h happened) outcome {
 		return outcome{kind: outcomeUnhealthy, code: exitUnhealthy, recordEnd: true,
 			err: fmt.Errorf("the health check failed %d times in a row (%s); the command was stopped and the lease released",
 				h.unhealthy.Failures, h.unhealthy.Last)}
+	case lost != nil && h.steppedDown != nil:
+		return outcome{kind: outcomeLost, code: exitLost,
+			err: fmt.Errorf("leadership of %q was lost while stepping down for scheduled event %s (%v); the command was stopped",
+				h.lease, eventText(*h.steppedDown), lost.Reason)}
 	case lost != nil:
 		return outcome{kind: outcomeLost, code: exitLost,
 			err: fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", h.lease, lost.Reason)}
+	case h.steppedDown != nil:
+		return outcome{kind: outcomeSteppedDown, code: exitLost, recordEnd: true,
+			err: fmt.Errorf("stepped down as leader of %q before scheduled event %s; the command was stopped and the lease released",
+				h.lease, eventText(*h.steppedDown))}
 	case h.result.Signal != 0:
 		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}
 	}

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
 )
@@ -13,6 +14,8 @@ import (
 func TestDecideOutcome(t *testing.T) {
 	lost := &lease.LostError{Reason: errors.New("renew: storage answered 409 LeaseIdMismatchWithLeaseOperation")}
 	unhealthy := &runner.UnhealthyError{Failures: 3, Last: "exit status 1"}
+	preempt := &imds.Event{EventID: "E1", EventType: "Preempt", EventStatus: "Scheduled", NotBeforeText: "Mon, 19 Sep 2016 18:29:47 GMT",
+		NotBefore: imds.ParseNotBefore("Mon, 19 Sep 2016 18:29:47 GMT")}
 	exit := func(code int) runner.Result { return runner.Result{ExitCode: code} }
 	killed := func(sig syscall.Signal) runner.Result { return runner.Result{ExitCode: -1, Signal: sig} }
 	tests := []struct {
@@ -31,6 +34,13 @@ func TestDecideOutcome(t *testing.T) {
 		{"lost although the command exited 0", happened{lost: lost, result: exit(0)}, outcomeLost, exitLost, false, "was lost while the command ran"},
 		{"kill deadline passed unseen", happened{pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exitLost, false, "before the kill deadline"},
 		{"unhealthy", happened{unhealthy: unhealthy, result: killed(syscall.SIGTERM)}, outcomeUnhealthy, exitUnhealthy, true, "failed 3 times in a row (exit status 1)"},
+		{"stepped down", happened{steppedDown: preempt, result: killed(syscall.SIGTERM)}, outcomeSteppedDown, exitLost, true,
+			"before scheduled event Preempt E1 for this VM at Mon, 19 Sep 2016 18:29:47 GMT"},
+		{"stepped down, the command exited 0", happened{steppedDown: preempt, result: exit(0)}, outcomeSteppedDown, exitLost, true, "stepped down"},
+		{"stepped down, then lost while stopping", happened{steppedDown: preempt, lost: lost, result: killed(syscall.SIGKILL)}, outcomeLost, exitLost, false,
+			"lost while stepping down for scheduled event Preempt E1"},
+		{"stepped down, kill deadline passed unseen", happened{steppedDown: preempt, pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exitLost, false,
+			"before the kill deadline"},
 		{"unhealthy, then lost while stopping", happened{unhealthy: unhealthy, lost: lost, result: killed(syscall.SIGKILL)}, outcomeUnhealthy, exitUnhealthy, true, "health check failed"},
 	}
 	for _, tt := range tests {

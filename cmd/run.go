@@ -33,6 +33,7 @@ type runOptions struct {
 	killGrace     time.Duration
 	oncePer       time.Duration
 	health        runner.HealthConfig
+	events        eventsOptions
 
 	argv   []string
 	signal syscall.Signal
@@ -56,6 +57,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
 	fs.IntVar(&o.health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
 	fs.DurationVar(&o.health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
+	o.events.addFlags(fs)
 }
 
 // args validates the positional arguments: COMMAND after "--". Without any,
@@ -82,6 +84,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		"identity":       "LEADERRUN_IDENTITY",
 		"lease-duration": "LEADERRUN_LEASE_DURATION",
 	}); err != nil {
+		return err
+	}
+	if err := o.events.complete(fs); err != nil {
 		return err
 	}
 	if o.identity == "" {
@@ -177,6 +182,12 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	sd.status("acquiring lease " + o.loc.lease)
 	sd.start()
 	defer sd.close()
+	events, err := startEvents(ctx, log, o.events)
+	if err != nil {
+		return err
+	}
+	defer events.close()
+	events.awaitFirstAnswer(ctx, log)
 
 	hs := &headStart{log: log, cfg: runner.Config{
 		Argv:       o.argv,
@@ -185,13 +196,13 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 		Logger:     log,
 	}}
 	defer hs.discard()
-	l, err := waitForLease(ctx, a, o, elector, sd, sigs, hs)
+	l, err := waitForLease(ctx, a, o, elector, sd, sigs, hs, events)
 	if err != nil {
 		return err
 	}
 	if l == nil {
 		return nil // skipped by --once-per
 	}
-	h := &heldRun{log: log, o: o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs}
+	h := &heldRun{log: log, o: o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events}
 	return h.run(ctx)
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // waitForLease acquires the lease; a terminating signal ends the wait at
-// once. It returns a nil lease when --once-per skips the run.
-func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal, hs *headStart) (*lease.Lease, error) {
+// once. It returns a nil lease when --once-per skips the run. While a
+// scheduled event concerns this VM (--scheduled-events) it does not acquire.
+func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal, hs *headStart, events *eventWatch) (*lease.Lease, error) {
 	log := a.log
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waitSig syscall.Signal
@@ -47,6 +48,13 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", heldText(held, o.identity))
 			sd.waiting()
 			sd.status("waiting: held by " + heldText(held, o.identity))
+		},
+		Hold: events.holdFunc(),
+		OnHold: func(reason string) {
+			hs.discard()
+			log.Info("waiting for the lease: not acquiring while a scheduled event concerns this VM", "lease", o.loc.lease, "reason", reason)
+			sd.waiting()
+			sd.status("waiting: " + reason)
 		},
 	})
 	cancelWait()

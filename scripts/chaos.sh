@@ -15,7 +15,7 @@
 # The driver is scripts/chaos (`go run ./scripts/chaos` does the same); this
 # wrapper builds it, runs it, forwards Ctrl-C / SIGTERM to it, and stops its
 # emulator even if the driver is killed. Exit status: 0 all expectations met,
-# 1 a failure (any overlap in scenarios 1-8 among them), 2 incomplete.
+# 1 a failure (any overlap in scenarios 1-8 or 10 among them), 2 incomplete.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

@@ -163,7 +163,9 @@ func TestParseKinds(t *testing.T) {
 		{"kill9,6", []Kind{Kill9}, false},
 		{"storage-loss", []Kind{StorageLoss}, false},
 		{"0", nil, true},
-		{"3-10", nil, true},
+		{"9-10", []Kind{StorageLoss, Eviction}, false},
+		{"eviction", []Kind{Eviction}, false},
+		{"3-11", nil, true},
 		{"7-2", nil, true},
 		{"gremlins", nil, true},
 	}

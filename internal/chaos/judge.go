@@ -46,6 +46,12 @@ func (t *trial) judge() {
 	if gone && !r.WakeAt.IsZero() {
 		r.WakeToKill = span(hg.End.Sub(r.WakeAt))
 	}
+	if gone && !r.NotBefore.IsZero() {
+		r.BeforeNotBefore = span(r.NotBefore.Sub(hg.End))
+	}
+	if fok && !r.ReleaseAt.IsZero() {
+		r.Handover = span(fg.Begin.Sub(r.ReleaseAt))
+	}
 	if fok && fg.Term <= hg.Term {
 		r.TermReset = true
 		if r.Kind != StorageLoss {
@@ -113,6 +119,8 @@ func (t *trial) judge() {
 		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
 			fail("the holder's group ran %s after the last renewal while leaderrun was frozen: the guard must kill it by %s", s, fmtDur(DeadBy))
 		}
+	case Eviction:
+		t.judgeEviction(hg, gone)
 	case StorageLoss:
 		if !gone || !hg.End.Before(r.TeardownAt) {
 			fail("the holder's child was not killed (holder exit %s)", r.HolderExit)
@@ -131,5 +139,50 @@ func (t *trial) judge() {
 	}
 	if r.MaxBeatGap > 250*time.Millisecond {
 		note("a heartbeat gap of %s: the machine was loaded, ends are known to that precision", fmtDur(r.MaxBeatGap))
+	}
+}
+
+// The Eviction scenario's bounds. The holder's watcher sees the Preempt
+// within its poll (1 s); the child gets the stop signal at once and SIGKILL
+// after the kill grace (10 s), well before NotBefore − 2 s with a 30 s
+// notice. The follower polls every FollowerPoll ± 20 %; after the poll that
+// finds the lease free it acquires, writes the term and starts the child.
+const (
+	evictionKillGrace = 10 * time.Second
+	evictionIMDSPoll  = time.Second
+	// evictionMargin covers the scheduling and the storage round trips of a
+	// loaded machine (trials run in parallel on few cores).
+	evictionMargin = 1500 * time.Millisecond
+)
+
+// judgeEviction: the holder stepped down (exit 76) with its group dead
+// before NotBefore and within the kill grace of the event's appearance; the
+// follower's child began within a poll (plus margin) of the release; no
+// side approved the event.
+func (t *trial) judgeEviction(hg Group, gone bool) {
+	r := t.res
+	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	if !r.HolderExit.During || r.HolderExit.Code != exitLost {
+		fail("holder exit %s, want %d (stepped down)", r.HolderExit, exitLost)
+	}
+	if !gone || !hg.End.Before(r.NotBefore) {
+		fail("the holder's group was not dead before NotBefore (ended %s, NotBefore %s)",
+			hg.End.Format("15:04:05.000"), r.NotBefore.Format("15:04:05"))
+	}
+	if s := r.ChildAfterFault; s.OK && s.D > evictionIMDSPoll+evictionKillGrace+evictionMargin {
+		fail("the holder's group ran %s after the Preempt appeared: want at most a poll of the metadata service plus the kill grace", s)
+	}
+	if r.ReleaseAt.IsZero() {
+		fail("the holder never released the lease")
+	}
+	limit := FollowerPoll*6/5 + evictionMargin
+	switch h := r.Handover; {
+	case !h.OK:
+		fail("the follower's child never began after the release")
+	case h.D > limit:
+		fail("the follower's child began %s after the release: want within a poll (%s) plus %s", h, fmtDur(FollowerPoll*6/5), fmtDur(evictionMargin))
+	}
+	if len(r.Posted) > 0 {
+		fail("leaderrun approved the event: a POST reached the metadata service of %v", r.Posted)
 	}
 }

@@ -11,13 +11,15 @@ import (
 )
 
 // leaseOps watches the proxy's count of acquire and renew requests (polled
-// every 5 ms), and remembers when it last grew.
+// every 5 ms), and remembers when it last grew; and when the first release
+// request reached the proxy.
 type leaseOps struct {
-	mu   sync.Mutex
-	n    int64
-	last time.Time
-	quit chan struct{}
-	done chan struct{}
+	mu        sync.Mutex
+	n         int64
+	last      time.Time
+	releaseAt time.Time
+	quit      chan struct{}
+	done      chan struct{}
 }
 
 func leaseOpCount(c faultproxy.Counts) int64 {
@@ -36,10 +38,14 @@ func watchLeaseOps(p *faultproxy.Proxy) *leaseOps {
 				return
 			case <-tick.C:
 			}
-			n := leaseOpCount(p.Counts())
+			c := p.Counts()
+			n := leaseOpCount(c)
 			w.mu.Lock()
 			if n != w.n {
 				w.n, w.last = n, time.Now()
+			}
+			if c.ByOp[faultproxy.OpRelease] > 0 && w.releaseAt.IsZero() {
+				w.releaseAt = time.Now()
 			}
 			w.mu.Unlock()
 		}
@@ -57,6 +63,14 @@ func (w *leaseOps) snapshot() (int64, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n, w.last
+}
+
+// released returns when the first release request was seen at the proxy
+// (within 5 ms after it arrived), zero if none was.
+func (w *leaseOps) released() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.releaseAt
 }
 
 // lastBefore returns an upper bound of when the last lease request counted

@@ -29,6 +29,8 @@ type Summary struct {
 	FailoverP95         Span
 	MinGap              Span
 	MaxWakeToKill       Span // Freeze
+	MinBeforeNotBefore  Span // Eviction
+	MaxHandover         Span // Eviction
 	TermResets          int  // StorageLoss
 	RenewFailures       int64
 	MaxBeatGap          time.Duration
@@ -65,6 +67,10 @@ func Summarize(results []*Result) []Summary {
 			s.MaxChildAfterFault = maxSpan(s.MaxChildAfterFault, r.ChildAfterFault)
 			s.MaxAfterLastRenewal = maxSpan(s.MaxAfterLastRenewal, r.AfterLastRenewal)
 			s.MaxWakeToKill = maxSpan(s.MaxWakeToKill, r.WakeToKill)
+			s.MaxHandover = maxSpan(s.MaxHandover, r.Handover)
+			if b := r.BeforeNotBefore; b.OK && (!s.MinBeforeNotBefore.OK || b.D < s.MinBeforeNotBefore.D) {
+				s.MinBeforeNotBefore = b
+			}
 			if r.Gap.OK && (!s.MinGap.OK || r.Gap.D < s.MinGap.D) {
 				s.MinGap = r.Gap
 			}
@@ -137,6 +143,11 @@ func (s Summary) notes() string {
 			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
 		}
 		n = append(n, "wake→kill max "+s.MaxWakeToKill.String())
+	case Eviction:
+		if s.Overlaps > 0 {
+			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
+		}
+		n = append(n, "dead ≥ "+s.MinBeforeNotBefore.String()+" before NotBefore; release→successor max "+s.MaxHandover.String())
 	case StorageLoss:
 		if s.Overlaps > 0 {
 			n = append(n, fmt.Sprintf("overlap p50 %s, max %s", fmtDur(s.MedianOverlap), fmtDur(s.MaxOverlap)))
@@ -161,7 +172,7 @@ end minus the last acquire/renew request the proxy saw before the fault (an
 upper bound of t_ok: the safety rule says at most 14 s); "failover" is the
 follower's child's start minus the fault's start; "min gap" is the smallest
 time between the holder's group's end and the follower's child's start
-(negative = overlap). Scenarios 1-8 must show 0 overlaps.
+(negative = overlap). Scenarios 1-8 and 10 must show 0 overlaps.
 
 8 (freeze): leaderrun itself is SIGSTOPped longer than the lease. The guard
 process that leads the child's group holds the last kill deadline leaderrun
@@ -172,6 +183,12 @@ the child writes to) covers that.
 9 (storage loss): the lease blob or its container is deleted; a follower may
 create a new blob and start before the holder's next renewal (up to 5 s later)
 finds the lease gone, and the new blob starts again at term 1.
+10 (eviction): both run with --scheduled-events, each with its own fake
+metadata service; a Preempt with a 30 s notice appears for the holder's VM.
+The holder steps down (stop signal, SIGKILL after the kill grace, release,
+exit 76); "dead before NotBefore" is NotBefore minus the holder's group's end,
+"release→successor" the follower's child's start minus the moment the
+holder's release reached its proxy.
 `
 
 // Line is a one-line account of a trial, for progress output and test logs.
@@ -189,6 +206,9 @@ func (r *Result) Line() string {
 		fmtDur(r.Overlap.D), r.ChildAfterFault, r.AfterLastRenewal, r.Failover, r.Gap, r.HolderExit)
 	if r.WakeToKill.OK {
 		fmt.Fprintf(&b, ", wake→kill %s", r.WakeToKill)
+	}
+	if r.BeforeNotBefore.OK || r.Handover.OK {
+		fmt.Fprintf(&b, ", dead %s before NotBefore, release→successor %s", r.BeforeNotBefore, r.Handover)
 	}
 	if r.RenewFailures > 0 {
 		fmt.Fprintf(&b, ", %d renewals failed", r.RenewFailures)

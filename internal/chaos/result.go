@@ -84,6 +84,10 @@ type Result struct {
 	// WakeAt (Freeze) is the SIGCONT; TeardownAt when the trial began to
 	// stop what was left.
 	FaultAt, LastRenewal, WakeAt, TeardownAt time.Time
+	// NotBefore (Eviction) is the Preempt's NotBefore as sent; ReleaseAt
+	// when the holder's release request reached its proxy (zero if none
+	// did).
+	NotBefore, ReleaseAt time.Time
 
 	Procs   []Proc  // every process the children recorded
 	Overlap Overlap // the longest time a holder's and a follower's process both ran
@@ -95,7 +99,13 @@ type Result struct {
 	// Gap: the follower's child's begin − the holder's group's end
 	// (negative when they overlapped).
 	// WakeToKill (Freeze): the holder's group's end − WakeAt.
+	// BeforeNotBefore (Eviction): NotBefore − the holder's group's end.
+	// Handover (Eviction): the follower's child's begin − ReleaseAt.
 	ChildAfterFault, AfterLastRenewal, Failover, Gap, WakeToKill Span
+	BeforeNotBefore, Handover                                    Span
+	// Posted names the sides whose metadata service received a POST
+	// (Eviction): leaderrun must never approve an event.
+	Posted []string
 
 	HolderExit, FollowerExit Exit
 	// TermReset: the follower's term is not above the holder's (after

@@ -17,8 +17,8 @@ import (
 // lease renewed every 5 s, a 10 s kill grace (so a 5 s stop budget).
 type Kind int
 
-// The scenarios. 1–8 must never show two children running at once; 9 cannot
-// be made safe without fencing, and its overlap is measured.
+// The scenarios. 1–8 and 10 must never show two children running at once;
+// 9 cannot be made safe without fencing, and its overlap is measured.
 const (
 	BlackHole   Kind = 1 + iota // the proxy stops answering mid-run
 	Reset                       // the proxy resets every connection mid-run
@@ -29,6 +29,7 @@ const (
 	Stubborn                    // the child ignores SIGTERM, has grandchildren; then a black hole
 	Freeze                      // the holder's leaderrun is SIGSTOPped longer than the lease
 	StorageLoss                 // the lease blob or its container is deleted
+	Eviction                    // a Spot eviction (Preempt) of the holder's VM is announced (--scheduled-events)
 )
 
 var kindNames = map[Kind]string{
@@ -41,11 +42,12 @@ var kindNames = map[Kind]string{
 	Stubborn:    "stubborn",
 	Freeze:      "freeze",
 	StorageLoss: "storage-loss",
+	Eviction:    "eviction",
 }
 
 // Kinds returns every scenario, in order.
 func Kinds() []Kind {
-	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss}
+	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction}
 }
 
 // String is the scenario's name, as in TestChaos/NAME and the driver's -s.
@@ -57,8 +59,8 @@ func (k Kind) String() string {
 }
 
 // Safety reports whether the scenario is held to the safety rule: no two
-// children at once, ever (1–8).
-func (k Kind) Safety() bool { return k >= BlackHole && k <= Freeze }
+// children at once, ever (1–8 and 10).
+func (k Kind) Safety() bool { return (k >= BlackHole && k <= Freeze) || k == Eviction }
 
 // Expect says what leaderrun must do in the scenario.
 func (k Kind) Expect() string {
@@ -77,6 +79,8 @@ func (k Kind) Expect() string {
 		return "the guard kills the group at the kill deadline while leaderrun is frozen; no overlap; holder exits 76 on waking"
 	case StorageLoss:
 		return "holder stops on the next renewal (404/409); the overlap is measured"
+	case Eviction:
+		return "holder steps down: its group dead before NotBefore, exit 76, lease released; follower starts within a poll of the release"
 	}
 	return ""
 }
@@ -158,6 +162,9 @@ type Params struct {
 	Mode faultproxy.Mode
 	// Delete (StorageLoss only): "container" or "blob".
 	Delete string
+	// Notice (Eviction only): the Preempt's NotBefore is this long after
+	// it appears (Azure gives Spot VMs 30 s).
+	Notice time.Duration
 	// Grandchildren the holder's child starts; with IgnoreTerm, the child
 	// and they ignore SIGTERM.
 	Grandchildren int
@@ -177,6 +184,9 @@ func (p Params) String() string {
 	}
 	if p.Delete != "" {
 		fmt.Fprintf(&b, ", delete the %s", p.Delete)
+	}
+	if p.Notice > 0 {
+		fmt.Fprintf(&b, ", Preempt with %s notice", fmtDur(p.Notice))
 	}
 	if p.Grandchildren > 0 {
 		fmt.Fprintf(&b, ", %d grandchildren", p.Grandchildren)
@@ -233,9 +243,14 @@ func (k Kind) Typical() Params {
 		p.Length = 20 * time.Second
 	case StorageLoss:
 		p.Delete = "container"
+	case Eviction:
+		p.Notice = evictionNotice
 	}
 	return p
 }
+
+// evictionNotice is the notice Azure gives a Spot VM before evicting it.
+const evictionNotice = 30 * time.Second
 
 // Random draws a trial's parameters: the fault's phase in the renew cycle,
 // its length and its variant.
@@ -292,6 +307,11 @@ func (k Kind) Random(rng *rand.Rand) Params {
 		p.Length = between(16*time.Second, 25*time.Second)
 	case StorageLoss:
 		p.Delete = []string{"container", "blob"}[rng.IntN(2)]
+	case Eviction:
+		// At a random moment of the renew cycle (Warmup); one child in
+		// three ignores the stop signal and is killed after the grace.
+		p.Notice = evictionNotice
+		p.IgnoreTerm = rng.IntN(3) == 0
 	}
 	return p
 }

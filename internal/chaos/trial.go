@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/leaderrun/leaderrun/internal/fakeimds"
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
 	"github.com/leaderrun/leaderrun/internal/testenv"
 )
@@ -62,6 +63,12 @@ const (
 const (
 	holderID   = "holder"
 	followerID = "follower"
+)
+
+// The VM names the fake metadata services give the two (Eviction).
+const (
+	holderVM   = "vm-holder"
+	followerVM = "vm-follower"
 )
 
 // Trial is one run of one scenario.
@@ -111,6 +118,7 @@ type trial struct {
 
 	proxy            *faultproxy.Proxy
 	ops              *leaseOps
+	imds             map[string]*fakeimds.Server // Eviction: each side's metadata service, by identity
 	holder, follower *testenv.Process
 	faultOff         *time.Timer
 	frozen           bool
@@ -127,13 +135,41 @@ func (t *trial) holderArgs() []string {
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
 	}
-	return args
+	return t.withEvents(args)
 }
 
 func (t *trial) followerArgs() []string {
-	return []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
+	return t.withEvents([]string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
 		"--poll-interval", FollowerPoll.String(), "--log-level", "debug",
-		"--", t.env.Child, "-log", t.rec.path}
+		"--", t.env.Child, "-log", t.rec.path})
+}
+
+// withEvents adds --scheduled-events in front of args in the Eviction
+// scenario.
+func (t *trial) withEvents(args []string) []string {
+	if t.res.Kind != Eviction {
+		return args
+	}
+	return append([]string{"--scheduled-events"}, args...)
+}
+
+// imdsEnv starts a fake metadata service for each side (Eviction) and
+// returns the environment variable that points identity's leaderrun at its
+// own; nothing otherwise.
+func (t *trial) imdsEnv(identity string) ([]string, error) {
+	if t.res.Kind != Eviction {
+		return nil, nil
+	}
+	vm := map[string]string{holderID: holderVM, followerID: followerVM}[identity]
+	s, err := fakeimds.New(vm)
+	if err != nil {
+		return nil, err
+	}
+	if t.imds == nil {
+		t.imds = map[string]*fakeimds.Server{}
+	}
+	t.imds[identity] = s
+	return []string{"LEADERRUN_IMDS_ENDPOINT=" + s.URL()}, nil
 }
 
 // stage runs the trial up to its end condition. An error means the trial
@@ -148,6 +184,11 @@ func (t *trial) stage(ctx context.Context) error {
 	// The holder talks through the proxy, with the account key (the
 	// connection string's endpoint would bypass it).
 	holderEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_ACCOUNT="+t.env.storage.Account, "AZURE_STORAGE_KEY="+t.env.storage.Key)
+	ie, err := t.imdsEnv(holderID)
+	if err != nil {
+		return err
+	}
+	holderEnv = append(holderEnv, ie...)
 	if t.holder, err = t.launch(holderID, holderEnv, t.holderArgs()); err != nil {
 		return err
 	}
@@ -159,6 +200,10 @@ func (t *trial) stage(ctx context.Context) error {
 	}
 
 	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
+	if ie, err = t.imdsEnv(followerID); err != nil {
+		return err
+	}
+	followerEnv = append(followerEnv, ie...)
 	if t.follower, err = t.launch(followerID, followerEnv, t.followerArgs()); err != nil {
 		return err
 	}
@@ -256,6 +301,12 @@ func (t *trial) inject(ctx context.Context) error {
 		if err := t.deleteStorage(ctx, p.Delete); err != nil {
 			return err
 		}
+	case Eviction:
+		// NotBefore travels in whole seconds: the deadline is the one sent.
+		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
+		r.FaultAt = time.Now()
+		r.NotBefore = r.FaultAt.Add(p.Notice).Truncate(time.Second)
+		t.imds[holderID].AddPreempt(holderVM, r.NotBefore)
 	default:
 		return fmt.Errorf("chaos: unknown scenario %d", r.Kind)
 	}
@@ -396,8 +447,15 @@ func (t *trial) teardown() {
 	t.reapLeftovers()
 	if t.proxy != nil {
 		r.Injected = t.proxy.Counts().Injected
+		r.ReleaseAt = t.ops.released()
 		t.ops.stop()
 		_ = t.proxy.Close()
+	}
+	for who, s := range t.imds {
+		if s.Posted() {
+			r.Posted = append(r.Posted, who)
+		}
+		_ = s.Close()
 	}
 	if b, err := os.ReadFile(filepath.Join(r.Dir, holderID+".log")); err == nil {
 		r.RenewFailures = int64(strings.Count(string(b), "lease renewal failed"))

@@ -1,0 +1,186 @@
+package cmd
+
+// Scheduled Events (--scheduled-events): the watcher of Azure's metadata
+// service, the reason a contender holds off its acquire, and the deadline
+// by which a leader that steps down kills COMMAND.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/imds"
+)
+
+// eventsReadyWait bounds how long the first acquire waits for the first
+// answer about events: the first request after a VM boots may take minutes,
+// and a run must never wait for it.
+const eventsReadyWait = 2 * time.Second
+
+// stepDownMargin: a leader that steps down has COMMAND killed no later
+// than this long before the event's NotBefore.
+const stepDownMargin = 2 * time.Second
+
+// eventsOptions are the run's Scheduled Events options.
+type eventsOptions struct {
+	enabled  bool
+	endpoint string // LEADERRUN_IMDS_ENDPOINT; "" means imds.DefaultEndpoint
+}
+
+func (o *eventsOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.enabled, "scheduled-events", false,
+		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
+			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
+}
+
+// complete reads the environment; an endpoint that cannot be used is a
+// usage error. The endpoint is checked only when the flag is on.
+func (o *eventsOptions) complete(fs *pflag.FlagSet) error {
+	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
+		return err
+	}
+	if !o.enabled {
+		return nil
+	}
+	o.endpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT")
+	if _, err := imds.NewClient(imds.Config{Endpoint: o.endpoint}); err != nil {
+		return usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
+	}
+	return nil
+}
+
+// eventWatch is a running imds.Watcher. A nil *eventWatch (the flag off)
+// holds nothing and never reports an event.
+type eventWatch struct {
+	w    *imds.Watcher
+	stop func() // ends the watcher and waits for it
+}
+
+// startEvents starts the watcher when the flag is on; stop it with close.
+// Failures to reach the service are the watcher's to log (one warning);
+// they never stop a run.
+func startEvents(ctx context.Context, log hclog.Logger, o eventsOptions) (*eventWatch, error) {
+	if !o.enabled {
+		return nil, nil
+	}
+	c, err := imds.NewClient(imds.Config{Endpoint: o.endpoint, Logger: log})
+	if err != nil {
+		return nil, usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
+	}
+	w, err := imds.NewWatcher(c, imds.WatcherConfig{Logger: log})
+	if err != nil {
+		return nil, exitWith(exitInternal, err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(wctx) // returns wctx.Err() once stopped
+	}()
+	return &eventWatch{w: w, stop: func() { cancel(); <-done }}, nil
+}
+
+func (e *eventWatch) close() {
+	if e != nil {
+		e.stop()
+	}
+}
+
+// awaitFirstAnswer waits until the watcher's first poll has ended, at most
+// eventsReadyWait; without an answer by then the run goes on and events
+// apply as soon as they arrive.
+func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
+	if e == nil {
+		return
+	}
+	t := time.NewTimer(eventsReadyWait)
+	defer t.Stop()
+	select {
+	case <-e.w.Ready():
+	case <-ctx.Done():
+	case <-t.C:
+		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
+			"waited", eventsReadyWait)
+	}
+}
+
+// hold is lease.WaitOptions.Hold: the reason not to acquire while an event
+// concerns this VM, "" otherwise. It reads the watcher's last answer only
+// (no I/O).
+func (e *eventWatch) hold() string {
+	if e == nil {
+		return ""
+	}
+	ev, ok := e.w.Pending()
+	if !ok {
+		return ""
+	}
+	return holdReason(ev)
+}
+
+// holdFunc is hold as a lease.WaitOptions.Hold, nil when the flag is off.
+func (e *eventWatch) holdFunc() func() string {
+	if e == nil {
+		return nil
+	}
+	return e.hold
+}
+
+// holdReason names an event that keeps a contender off the lease.
+func holdReason(ev imds.Event) string { return "scheduled event " + eventText(ev) }
+
+// eventText names an event for this VM: its type, id and when it may start.
+func eventText(ev imds.Event) string {
+	s := ev.EventType + " " + ev.EventID + " for this VM"
+	switch {
+	case ev.NotBeforeText == "":
+		s += " (" + ev.EventStatus + ", may start at any moment)"
+	case ev.NotBeforeMalformed():
+		s += fmt.Sprintf(" at %q (unreadable: taken as now)", ev.NotBeforeText)
+	default:
+		s += " at " + ev.NotBeforeText
+	}
+	return s
+}
+
+// appeared returns a channel closed when an event concerns this VM (see
+// imds.Watcher.Appeared); nil, which never fires, when the flag is off.
+func (e *eventWatch) appeared() <-chan struct{} {
+	if e == nil {
+		return nil
+	}
+	return e.w.Appeared()
+}
+
+// pending is the event that concerns this VM now, if any.
+func (e *eventWatch) pending() (imds.Event, bool) {
+	if e == nil {
+		return imds.Event{}, false
+	}
+	return e.w.Pending()
+}
+
+// stepDownKillBy is when a leader stepping down for ev sends SIGKILL at
+// the latest: killGrace after now, but no later than stepDownMargin before
+// the event may start (imds.Event.StartsBy: NotBefore, or now when it is
+// empty or unreadable). It is computed once, from the wall clocks' distance
+// to NotBefore, and carries now's monotonic reading, so that later changes
+// of the wall clock do not move it.
+//
+// When that is not after now (NotBefore within the margin, past, empty or
+// unreadable) the answer is now: the platform may take or pause the VM at
+// any moment, and a COMMAND that is frozen with the VM would run on past
+// the lease when it wakes, so it is killed at once, without the stop
+// signal, which it would have no time to act on.
+func stepDownKillBy(ev imds.Event, now time.Time, killGrace time.Duration) time.Time {
+	untilStart := ev.StartsBy(now).Sub(now)
+	grace := min(killGrace, untilStart-stepDownMargin)
+	if grace <= 0 {
+		return now
+	}
+	return now.Add(grace)
+}
