@@ -74,6 +74,11 @@ type Trial struct {
 	Dir string
 	// Timeout bounds the whole trial; 0 means DefaultTrialTimeout.
 	Timeout time.Duration
+	// Slots, when more than 1, runs the trial on a lease of that many
+	// slots: Slots−1 fillers (slots.go) hold the other slots throughout,
+	// so the follower can only take the holder's. Only the scenarios
+	// whose fault touches the holder alone allow it (Kind.SlotsOK).
+	Slots int
 }
 
 // Run stages one trial: it starts the holder (behind its own fault proxy)
@@ -112,6 +117,7 @@ type trial struct {
 	proxy            *faultproxy.Proxy
 	ops              *leaseOps
 	holder, follower *testenv.Process
+	fillers          []*testenv.Process // slots.go
 	faultOff         *time.Timer
 	frozen           bool
 	alignedAt        time.Time // FlakyShort: the renewal the fault is placed after
@@ -122,8 +128,8 @@ type trial struct {
 func (t *trial) holderArgs() []string {
 	p := t.res.Params
 	args := []string{"-l", t.res.Lease, "--container", t.res.Container,
-		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace",
-		"--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren)}
+		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace"}
+	args = append(append(args, t.slotFlags()...), "--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren))
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
 	}
@@ -131,9 +137,9 @@ func (t *trial) holderArgs() []string {
 }
 
 func (t *trial) followerArgs() []string {
-	return []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
-		"--poll-interval", FollowerPoll.String(), "--log-level", "debug",
-		"--", t.env.Child, "-log", t.rec.path}
+	args := []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
+		"--poll-interval", FollowerPoll.String(), "--log-level", "debug"}
+	return append(append(args, t.slotFlags()...), "--", t.env.Child, "-log", t.rec.path)
 }
 
 // stage runs the trial up to its end condition. An error means the trial
@@ -158,6 +164,9 @@ func (t *trial) stage(ctx context.Context) error {
 		return fmt.Errorf("the holder's child did not start (holder: %s)%s", exitOf(t.holder, true), testenv.LogTail(t.holder.Log))
 	}
 
+	if err := t.startFillers(ctx); err != nil { // slots.go
+		return err
+	}
 	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	if t.follower, err = t.launch(followerID, followerEnv, t.followerArgs()); err != nil {
 		return err
@@ -387,6 +396,7 @@ func (t *trial) teardown() {
 	// take the lease that the holder releases when it stops.
 	t.follower.Stop(stopWait)
 	t.holder.Stop(stopWait)
+	t.stopFillers() // slots.go
 	r.HolderExit, r.FollowerExit = exitOf(t.holder, holderDone), exitOf(t.follower, followerDone)
 
 	if err := t.rec.Poll(); err != nil && r.Err == nil {
