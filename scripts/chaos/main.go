@@ -3,7 +3,7 @@
 // only, bounded in time, and a markdown table of what they measured. Run it
 // through scripts/chaos.sh, or from the repository root:
 //
-//	go run ./scripts/chaos [-n 100] [-p 8] [-s all] [-seed N] [-timeout 30m]
+//	go run ./scripts/chaos [-n 100] [-p 8] [-s all] [-slots N] [-seed N] [-timeout 30m]
 //
 // It starts Azurite with scripts/azurite.sh (in $AZURITE_STATE_DIR if set,
 // else in its own temporary directory) and stops it at exit, builds
@@ -163,8 +163,12 @@ func drive(o options, kinds []chaos.Kind) (int, error) {
 			done = append(done, r)
 		}
 	}
-	fmt.Printf("\n## leaderrun chaos run\n\n`scripts/chaos.sh -n %d -p %d -s %s -seed %d`: %d trials ran, %d failed, %d could not run; wall %s; %s, %d CPUs.\n\n",
-		o.n, o.parallel, o.scenarios, o.seed, ran, failed, errored, time.Since(start).Round(time.Second),
+	slots := ""
+	if o.slots > 1 {
+		slots = fmt.Sprintf(" -slots %d", o.slots)
+	}
+	fmt.Printf("\n## leaderrun chaos run\n\n`scripts/chaos.sh -n %d -p %d -s %s%s -seed %d`: %d trials ran, %d failed, %d could not run; wall %s; %s, %d CPUs.\n\n",
+		o.n, o.parallel, o.scenarios, slots, o.seed, ran, failed, errored, time.Since(start).Round(time.Second),
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU())
 	fmt.Print(chaos.Table(chaos.Summarize(done)))
 	fmt.Println()
