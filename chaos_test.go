@@ -8,6 +8,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,9 +57,24 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	type variant struct {
+		k     chaos.Kind
+		slots int
+	}
+	var variants []variant
 	for _, k := range chaos.Kinds() {
-		t.Run(k.String(), func(t *testing.T) {
-			tr := chaos.Trial{Kind: k, Params: k.Typical(), Dir: t.TempDir(), Timeout: 100 * time.Second}
+		variants = append(variants, variant{k, 1})
+	}
+	// On a lease of two slots: at most two groups at every instant, and
+	// the follower only after the holder's group.
+	variants = append(variants, variant{chaos.BlackHole, 2}, variant{chaos.Kill9, 2})
+	for _, v := range variants {
+		k, name := v.k, v.k.String()
+		if v.slots > 1 {
+			name += "-slots" + strconv.Itoa(v.slots)
+		}
+		t.Run(name, func(t *testing.T) {
+			tr := chaos.Trial{Kind: k, Params: k.Typical(), Dir: t.TempDir(), Timeout: 100 * time.Second, Slots: v.slots}
 			done := make(chan *chaos.Result, 1)
 			go func() { done <- chaos.Run(context.Background(), env, tr) }()
 			t.Parallel()

@@ -37,7 +37,7 @@ func childMain() {
 			fmt.Fprintln(os.Stderr, "lrchild:", err)
 			os.Exit(99)
 		}
-		fmt.Fprintf(f, "%s %d %d %s %s\n", event, time.Now().UnixNano(), os.Getpid(), os.Getenv("LEADERRUN_TERM"), os.Getenv("LEADERRUN_IDENTITY"))
+		fmt.Fprintf(f, "%s %d %d %s %s slot=%s\n", event, time.Now().UnixNano(), os.Getpid(), os.Getenv("LEADERRUN_TERM"), os.Getenv("LEADERRUN_IDENTITY"), os.Getenv("LEADERRUN_SLOT"))
 		f.Close()
 	}
 	record("begin")

@@ -106,6 +106,7 @@ func TestScripts(t *testing.T) {
 			"startgap":  cmdStartGap,
 			"children":  cmdChildren,
 			"fakeimds":  fakeimds.ScriptCmd,
+			"slotruns":  cmdSlotRuns, // e2e_slots_test.go
 		},
 	})
 }
@@ -280,6 +281,7 @@ func cmdStartGap(ts *testscript.TestScript, neg bool, args []string) {
 type run struct {
 	id         string
 	term       int64
+	slot       int // LEADERRUN_SLOT; -1 if not recorded
 	begin, end time.Time
 	ended      bool
 }
@@ -294,7 +296,7 @@ func readRuns(path string) ([]run, error) {
 	var order []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// EVENT UNIXNANO PID TERM IDENTITY
+		// EVENT UNIXNANO PID TERM IDENTITY slot=SLOT
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 4 {
 			return nil, fmt.Errorf("bad record %q", sc.Text())
@@ -308,7 +310,7 @@ func readRuns(path string) ([]run, error) {
 		r := byID[key]
 		if r == nil {
 			term, _ := strconv.ParseInt(fields[3], 10, 64)
-			r = &run{id: strings.Join(fields[2:], " "), term: term, begin: at, end: at}
+			r = &run{id: strings.Join(fields[2:], " "), term: term, slot: recordSlot(fields), begin: at, end: at}
 			byID[key] = r
 			order = append(order, key)
 		}

@@ -12,8 +12,9 @@ import (
 )
 
 type breakOptions struct {
-	loc locationOptions
-	now bool
+	loc  locationOptions
+	now  bool
+	slot int // --slot; -1: not given
 }
 
 // defaultBreakPeriod is used when the holder did not record its lease
@@ -33,9 +34,15 @@ fails and it stops its command before any other host can acquire the lease.
 command may still run for up to one lease duration next to the new holder's.
 Use it only when the old holder is known to be gone.
 
-Breaking a lease that is not held does nothing and exits 0.`,
+Breaking a lease that is not held does nothing and exits 0.
+
+A lease used with --slots N > 1 has one lease per slot: --slot I breaks slot
+I alone; without --slot, break breaks every slot that is held (each with the
+period its holder recorded), since an operator who breaks NAME means all of
+its holders.`,
 		Example: `  leaderrun break -l cron/report
-  leaderrun break -l cron/report --now   # the old holder is known to be dead`,
+  leaderrun break -l cron/report --now   # the old holder is known to be dead
+  leaderrun break -l patch/2026-11 --slot 1`,
 		Args: unexpectedArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.loc.complete(c.Flags()); err != nil {
@@ -46,18 +53,34 @@ Breaking a lease that is not held does nothing and exits 0.`,
 	}
 	o.loc.addFlags(c.Flags())
 	c.Flags().BoolVar(&o.now, "now", false, "break with period 0: free at once, the old holder may still be running")
+	c.Flags().IntVar(&o.slot, "slot", -1, "break this slot only (0 to N-1) of a lease used with --slots N; default: every held slot")
 	return c
 }
 
 func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	client, p, err := o.loc.read(rctx, a.log)
+	if o.slot < -1 || o.slot >= lease.MaxSlots {
+		return usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
+	}
+	if o.slot >= 0 {
+		return breakSlot(rctx, a, o) // slots_status.go
+	}
+	v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
 	if err != nil {
 		return err
 	}
+	if v.l.SlotCount > 1 {
+		return breakSlots(rctx, a, o, v)
+	}
+	return breakOne(rctx, a, o, v.client, v.l.slot0(v.blobURL).Props, o.loc.lease)
+}
+
+// breakOne breaks one lease blob, whose read is p; name is how the log
+// names it.
+func breakOne(rctx context.Context, a *app, o *breakOptions, client *lease.Client, p *lease.Properties, name string) error {
 	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
-		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease, "state", p.State)
+		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil
 	}
 	period := p.LeaseDuration
@@ -67,19 +90,19 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	if o.now {
 		period = 0
 		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
-			"lease", o.loc.lease, "holder", p.Holder)
+			"lease", name, "holder", p.Holder)
 	}
 	if err := client.Break(rctx, period); errors.Is(err, lease.ErrNotLeased) {
-		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease)
+		a.log.Info("lease is not held; nothing to break", "lease", name)
 		return nil
 	} else if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", o.loc.lease, err))
+		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
 	}
 	if period > 0 {
-		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", o.loc.lease,
+		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", name,
 			"holder", p.Holder, "term", p.Term, "free_in", period)
 	} else {
-		a.log.Info("lease broken", "lease", o.loc.lease, "holder", p.Holder, "term", p.Term)
+		a.log.Info("lease broken", "lease", name, "holder", p.Holder, "term", p.Term)
 	}
 	return nil
 }

@@ -315,7 +315,10 @@ func TestExampleCloudInit(t *testing.T) {
 		}
 		for _, part := range strings.Split(line, "&&") {
 			if strings.Contains(part, "leaderrun -l") {
-				checkLine(t, leaderrunArgs(t, part), env)
+				o := checkLine(t, leaderrunArgs(t, part), env)
+				if strings.HasPrefix(o.loc.lease, "deploy/") && !o.slots.once {
+					t.Errorf("a deploy step runs once for the scale set: it needs --once: %q", part)
+				}
 				steps++
 			}
 		}
@@ -352,5 +355,33 @@ WantedBy=multi-user.target
 	}
 	if _, err := lineOptions(t, []string{"-l", "x", "true"}, map[string]string{"AZURE_STORAGE_ACCOUNT": "a"}); err == nil {
 		t.Error("a command without -- was accepted")
+	}
+}
+
+// The rolling-work recipe: two at a time, each host once.
+func TestExampleRollingPatch(t *testing.T) {
+	data, err := os.ReadFile(examples + "rolling-patch.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	lines := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && !strings.ContainsAny(k, " \t#") {
+			env[k] = v
+			continue
+		}
+		if !strings.HasPrefix(line, "leaderrun ") {
+			continue
+		}
+		o := checkLine(t, leaderrunArgs(t, line), env)
+		if o.slots.n < 2 || !o.slots.oncePerHost || o.noWait {
+			t.Errorf("the rolling recipe waits, with --slots > 1 and --once-per-host: %q", line)
+		}
+		lines++
+	}
+	if lines != 1 {
+		t.Fatalf("%d leaderrun lines, want 1", lines)
 	}
 }

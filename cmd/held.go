@@ -96,6 +96,7 @@ func (h *heldRun) start(ctx context.Context) error {
 		"LEADERRUN_LEASE_ID="+l.ID,
 		"LEADERRUN_TERM="+strconv.FormatInt(l.Term, 10),
 		"LEADERRUN_IDENTITY="+l.Identity,
+		"LEADERRUN_SLOT="+strconv.Itoa(l.Slot),
 	)
 	p, err := h.hs.start(h.env, l.KillBy())
 	if err != nil {
@@ -285,6 +286,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 	}
 	if out.recordEnd {
 		h.recordEnd(ctx, hap.result.Code())
+		h.markDone(ctx, out) // slots.go: --once-per-host, before the release
 	}
 	return out.exitErr()
 }

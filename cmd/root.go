@@ -96,11 +96,11 @@ AZURE_STORAGE_SAS_TOKEN, otherwise Microsoft Entra ID (managed identity,
 workload identity, service principal, Azure CLI login).
 
 Exit status: COMMAND's own; 128+N when signal N ended COMMAND or the wait;
-0 when --once-per skipped the run; 64 usage error; 69 storage unreachable,
-unauthorized or refused; 75 (-E) lease held by another, or not acquired
-while a scheduled event concerns this VM; 76 leadership lost while COMMAND
-ran, or stepped down for a scheduled event; 77 health check failed; 126
-COMMAND not executable; 127 COMMAND not found.`,
+0 when --once-per, --once or --once-per-host skipped the run; 64 usage
+error; 69 storage unreachable, unauthorized or refused; 75 (-E) lease held by
+another, or not acquired while a scheduled event concerns this VM; 76
+leadership lost while COMMAND ran, or stepped down for a scheduled event; 77
+health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
   */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m -- /opt/report.sh
 
@@ -111,8 +111,12 @@ COMMAND not executable; 127 COMMAND not found.`,
   # reboots or freezes this VM (Azure's Scheduled Events)
   ExecStart=/usr/bin/leaderrun -l scheduler --scheduled-events -- /usr/bin/scheduler --serve
 
-  # a migration in a scale set's deploy script: wait up to 10 minutes
-  leaderrun -l deploy/migrate -w 10m -- ./migrate.sh
+  # a migration in a scale set's deploy script: every instance runs the line,
+  # one migrates, the others wait up to 10 minutes and then skip
+  leaderrun -l deploy/migrate-$VERSION --once -w 10m -- ./migrate.sh
+
+  # patch a scale set two instances at a time, each instance once
+  leaderrun -l patch/2026-11 --slots 2 --once-per-host -- ./patch.sh
 
   # who holds it, and what ran last
   leaderrun status -l cron/report`,

@@ -34,6 +34,7 @@ type runOptions struct {
 	oncePer       time.Duration
 	health        runner.HealthConfig
 	events        eventsOptions
+	slots         slotOptions // slots.go: --slots, --once, --once-per-host
 
 	argv   []string
 	signal syscall.Signal
@@ -52,6 +53,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&o.oncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
+	o.slots.addFlags(fs)
 	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
 	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
 	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
@@ -89,12 +91,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if err := o.events.complete(fs); err != nil {
 		return err
 	}
+	o.slots.host = o.identity // --once-per-host: the identity when given, else the hostname
 	if o.identity == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "localhost"
-		}
-		o.identity = host + ":" + strconv.Itoa(os.Getpid())
+		o.identity = hostname() + ":" + strconv.Itoa(os.Getpid())
 	}
 	if o.conflictCode < 0 || o.conflictCode > 255 {
 		return usagef("invalid --conflict-exit-code %d: use 0 to 255", o.conflictCode)
@@ -109,6 +108,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	if fs.Changed("poll-interval") && o.pollInterval == 0 {
 		return usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
+	}
+	if err := o.slots.complete(); err != nil {
+		return err
 	}
 	if err := o.health.Validate(); err != nil {
 		return usagef("invalid --health-* flags: %v", err)
@@ -131,7 +133,17 @@ func (o *runOptions) leaseConfig(log hclog.Logger) lease.Config {
 		Identity:      o.identity,
 		Version:       versionShort(),
 		Logger:        log,
+		Slots:         o.slots.n,
 	}
+}
+
+// hostname is this host's name, "localhost" if it has none.
+func hostname() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "localhost"
+	}
+	return host
 }
 
 // durationValue is a time.Duration flag that also takes a bare number of

@@ -69,14 +69,17 @@ type lastRunJSON struct {
 func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	client, p, err := o.loc.read(rctx, a.log)
+	v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
 	if err != nil {
 		return err
 	}
 	if o.output == "json" {
-		return writeJSON(a.stdout, toStatusJSON(client.URL(), p))
+		j := toLeaseStatusJSON(v.l, v.date, v.blobURL)
+		j.Lease = ""
+		return writeJSON(a.stdout, j)
 	}
-	writeStatusText(a.stdout, o.loc.lease, client.URL(), p)
+	writeStatusText(a.stdout, o.loc.lease, v.client.URL(), v.l.slot0(v.blobURL).Props)
+	writeSlotsText(a.stdout, v.l, v.date)
 	return nil
 }
 

@@ -41,7 +41,10 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		NoWait:  o.noWait,
 		Timeout: o.timeout,
 		OncePer: o.oncePer,
-		OnTry:   hs.prepare,
+		Once:    o.slots.once,
+		// --once-per-host: "" when off
+		OncePerHost: o.slots.oncePerHostName(),
+		OnTry:       hs.prepare,
 		OnWait: func(p *lease.Properties) {
 			hs.discard()
 			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
@@ -61,6 +64,9 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 	<-waitDone
 	var skip *lease.SkipError
 	switch {
+	case errors.As(err, &skip) && skip.Reason != lease.SkipOncePer:
+		logSkip(log, skip) // slots.go
+		return nil, nil
 	case errors.As(err, &skip):
 		log.Info("skipped: a run started within the --once-per window", "window", o.oncePer,
 			"last_run_by", skip.Holder, "last_run_start", skip.Start.UTC().Format(time.RFC3339))

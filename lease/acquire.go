@@ -137,6 +137,9 @@ func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) 
 		}
 	}
 	a.succeeded()
+	if err := a.pollCheck(p); err != nil {
+		return nil, err // once.go: --once, or another --slots recorded
+	}
 	if !p.State.held() {
 		return p, nil
 	}

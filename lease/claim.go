@@ -57,6 +57,9 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if withinWindow(&at, a.w.OncePer) {
 			return skipError(p, a.w.OncePer)
 		}
+		if err := a.claimCheck(p); err != nil {
+			return err // once.go: --once, or another --slots recorded
+		}
 		stored, err := parseTerm(p.Metadata[mdTerm])
 		if err != nil {
 			return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
@@ -80,6 +83,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			mdAcquiredAt:    formatTime(acquiredAt),
 			mdVersion:       cfg.Version,
 		})
+		md = withSlots(md, cfg.Slots)
 		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {

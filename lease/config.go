@@ -47,6 +47,11 @@ type Config struct {
 	// 256 characters. Version is written as leaderrunversion.
 	Identity, Version string
 	Logger            hclog.Logger
+	// Slots is how many holders may hold the lease at once, each on its
+	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. With more than 1
+	// the claim records it in each slot's metadata, and a contender with
+	// another count is refused.
+	Slots int
 }
 
 // StopBudget is the time between the stop signal and SIGKILL when the
@@ -95,6 +100,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
+		return cfg, configErr("slots", "%d: want 1 to %d", cfg.Slots, MaxSlots)
 	}
 	return cfg, nil
 }

@@ -46,6 +46,17 @@ type WaitOptions struct {
 	// first), or, as a contender, on the current holder's run (even with
 	// NoWait). 0 is off.
 	OncePer time.Duration
+	// Once skips (a *SkipError, Reason SkipOnce) when the lease records a
+	// run that ended with status 0, by anyone: checked on every poll read
+	// and again in the claim (the lease is released first). A failed run
+	// does not count. Refused with more than one slot (once.go says why).
+	Once bool
+	// OncePerHost, if not empty, is this host's name: Acquire skips (a
+	// *SkipError, Reason SkipOncePerHost) when the done marker
+	// NAME~done/HOST exists, checked before the first acquire and again
+	// once acquired (the lease is released first). Lease.MarkDone writes
+	// it. See once.go.
+	OncePerHost string
 	// OnWait, if set, is called when the wait starts and when the holder
 	// changes while waiting, on Acquire's goroutine: it must not block.
 	OnWait func(p *Properties)
@@ -105,13 +116,26 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if w.Once && e.cfg.Slots > 1 {
+		return nil, errOnceWithSlots(e.cfg.Slots)
+	}
 	a := &attempt{e: e, w: w, leaseID: uuid.NewString()}
 	if w.Timeout > 0 {
 		a.deadline = time.Now().Add(w.Timeout)
 	}
+	if e.cfg.Slots > 1 {
+		return a.runSlots(ctx) // slots.go
+	}
+	if err := a.doneBefore(ctx); err != nil {
+		return nil, err // once.go: --once-per-host, this host is done
+	}
 	l, err := a.run(ctx)
+	if err == nil {
+		err = a.doneAfter(ctx, l)
+	}
 	if err != nil {
 		a.cleanup(ctx)
+		return nil, err
 	}
-	return l, err
+	return l, nil
 }

@@ -121,18 +121,35 @@ func StaleHolder(p *Properties) bool {
 	return !p.LastRun.End.IsZero() || p.LastRun.ExitCode != nil
 }
 
-// SkipError reports a --once-per skip: a run started less than Window ago,
-// by the service's clock. errors.Is(err, ErrSkipped) is true.
+// SkipError reports a skip: by default (Reason SkipOncePer) a run started
+// less than Window ago, by the service's clock; see SkipReason for the
+// others. errors.Is(err, ErrSkipped) is true.
 type SkipError struct {
-	Holder string        // who started that run
-	Start  time.Time     // when it started (service time)
+	Reason SkipReason
+	Holder string        // who started that run (SkipOnce: who succeeded; SkipOncePerHost: the host)
+	Start  time.Time     // when it started (service time; SkipOnce: when it ended; zero if unknown)
 	Window time.Duration // the once-per window
 }
+
+// SkipReason says why a run was skipped.
+type SkipReason int
+
+const (
+	SkipOncePer     SkipReason = iota // --once-per: a run started within the window
+	SkipOnce                          // --once: a run already ended with status 0
+	SkipOncePerHost                   // --once-per-host: this host already ended a run with status 0
+)
 
 func (e *SkipError) Error() string {
 	who := e.Holder
 	if who == "" {
 		who = "unknown holder"
+	}
+	switch e.Reason {
+	case SkipOnce:
+		return fmt.Sprintf("lease: skipped: %s already completed a run with status 0 (--once)", who)
+	case SkipOncePerHost:
+		return fmt.Sprintf("lease: skipped: host %s already completed a run with status 0 (--once-per-host)", who)
 	}
 	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window",
 		who, e.Start.UTC().Format(time.RFC3339), e.Window)

@@ -27,7 +27,7 @@ type containerAPI interface {
 type listedBlob struct {
 	Name       string
 	LeaseState string            // "" if absent
-	ETag       string            // quotes included
+	ETag       string            // quoted, as a response header gives it
 	Metadata   map[string]string // names lowercased; never nil
 }
 
@@ -83,7 +83,7 @@ func (a *azBlob) listBlobs(ctx context.Context, prefix string) ([]listedBlob, an
 					b.LeaseState = string(*p.LeaseState)
 				}
 				if p.ETag != nil {
-					b.ETag = string(*p.ETag)
+					b.ETag = quotedETag(string(*p.ETag))
 				}
 			}
 			for k, v := range item.Metadata {
@@ -95,6 +95,15 @@ func (a *azBlob) listBlobs(ctx context.Context, prefix string) ([]listedBlob, an
 		}
 	}
 	return blobs, last, nil
+}
+
+// quotedETag: a listing gives the ETag bare (0x8D…), a response header
+// quoted ("0x8D…"); the claim compares them, so a listing's is quoted.
+func quotedETag(e string) string {
+	if e == "" || strings.HasPrefix(e, `"`) || strings.HasPrefix(e, `W/"`) {
+		return e
+	}
+	return `"` + e + `"`
 }
 
 // Listed is one blob of a listing: its name and what it says about its

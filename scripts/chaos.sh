@@ -10,6 +10,7 @@
 #   scripts/chaos.sh -s 1-8 -n 140      only the scenarios held to "no overlap"
 #   scripts/chaos.sh -s freeze,9        by name or number
 #   scripts/chaos.sh -seed 42 ...       replay a run (the seed is printed)
+#   scripts/chaos.sh -slots 2 -s blackhole,kill9   on a lease of 2 slots: at most 2 at every instant
 #
 # Other flags: -timeout (hard cap, 30m), -trial-timeout (2m), -keep.
 # The driver is scripts/chaos (`go run ./scripts/chaos` does the same); this

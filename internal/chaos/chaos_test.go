@@ -303,3 +303,26 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func TestMostAtOnce(t *testing.T) {
+	procs := readProcs(t,
+		"begin "+at(0)+" 10 child holder 1 a",
+		"begin "+at(5)+" 11 grandchild holder 1 a",
+		"begin "+at(10)+" 20 child filler1 1 b",
+		"end "+at(100)+" 10 child holder 1 a",
+		"end "+at(120)+" 11 grandchild holder 1 a",
+		"begin "+at(120)+" 30 child follower 2 c",
+		"end "+at(200)+" 30 child follower 2 c",
+		"end "+at(300)+" 20 child filler1 1 b",
+	)
+	if got := mostAtOnce(procs); got != 2 {
+		t.Errorf("mostAtOnce = %d, want 2 (the follower began as the holder's group ended)", got)
+	}
+	if got := MaxOverlap(withoutFillers(procs)); got.D != 0 {
+		t.Errorf("overlap without the fillers: %s", got)
+	}
+	late := append(procs, readProcs(t, "begin "+at(110)+" 40 child follower2 3 d", "end "+at(130)+" 40 child follower2 3 d")...)
+	if got := mostAtOnce(late); got != 3 {
+		t.Errorf("mostAtOnce = %d, want 3", got)
+	}
+}

@@ -20,7 +20,10 @@ func (t *trial) judge() {
 	if t.stalled != "" {
 		fail("%s", t.stalled)
 	}
-	r.Overlap = MaxOverlap(r.Procs)
+	r.Overlap = MaxOverlap(withoutFillers(r.Procs)) // slots.go: the fillers run on other slots
+	if most := mostAtOnce(r.Procs); r.Kind.Safety() && most > max(r.Slots, 1) {
+		fail("%d children at once on a lease of %d slot(s)", most, max(r.Slots, 1))
+	}
 	r.MaxBeatGap = maxGap(r.Procs)
 	hg, hok := GroupOf(r.Procs, holderID)
 	fg, fok := GroupOf(r.Procs, followerID)

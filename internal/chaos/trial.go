@@ -81,6 +81,11 @@ type Trial struct {
 	Dir string
 	// Timeout bounds the whole trial; 0 means DefaultTrialTimeout.
 	Timeout time.Duration
+	// Slots, when more than 1, runs the trial on a lease of that many
+	// slots: Slots−1 fillers (slots.go) hold the other slots throughout,
+	// so the follower can only take the holder's. Only the scenarios
+	// whose fault touches the holder alone allow it (Kind.SlotsOK).
+	Slots int
 }
 
 // Run stages one trial: it starts the holder (behind its own fault proxy)
@@ -120,6 +125,7 @@ type trial struct {
 	ops              *leaseOps
 	imds             map[string]*fakeimds.Server // Eviction: each side's metadata service, by identity
 	holder, follower *testenv.Process
+	fillers          []*testenv.Process // slots.go
 	faultOff         *time.Timer
 	frozen           bool
 	alignedAt        time.Time // FlakyShort: the renewal the fault is placed after
@@ -130,8 +136,8 @@ type trial struct {
 func (t *trial) holderArgs() []string {
 	p := t.res.Params
 	args := []string{"-l", t.res.Lease, "--container", t.res.Container,
-		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace",
-		"--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren)}
+		"--endpoint", t.proxy.URL() + t.env.storage.AccountPath, "--identity", holderID, "--log-level", "trace"}
+	args = append(append(args, t.slotFlags()...), "--", t.env.Child, "-log", t.rec.path, "-grandchildren", strconv.Itoa(p.Grandchildren))
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
 	}
@@ -139,9 +145,9 @@ func (t *trial) holderArgs() []string {
 }
 
 func (t *trial) followerArgs() []string {
-	return t.withEvents([]string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
-		"--poll-interval", FollowerPoll.String(), "--log-level", "debug",
-		"--", t.env.Child, "-log", t.rec.path})
+	args := []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
+		"--poll-interval", FollowerPoll.String(), "--log-level", "debug"}
+	return t.withEvents(append(append(args, t.slotFlags()...), "--", t.env.Child, "-log", t.rec.path))
 }
 
 // withEvents adds --scheduled-events in front of args in the Eviction
@@ -199,6 +205,9 @@ func (t *trial) stage(ctx context.Context) error {
 		return fmt.Errorf("the holder's child did not start (holder: %s)%s", exitOf(t.holder, true), testenv.LogTail(t.holder.Log))
 	}
 
+	if err := t.startFillers(ctx); err != nil { // slots.go
+		return err
+	}
 	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	if ie, err = t.imdsEnv(followerID); err != nil {
 		return err
@@ -438,6 +447,7 @@ func (t *trial) teardown() {
 	// take the lease that the holder releases when it stops.
 	t.follower.Stop(stopWait)
 	t.holder.Stop(stopWait)
+	t.stopFillers() // slots.go
 	r.HolderExit, r.FollowerExit = exitOf(t.holder, holderDone), exitOf(t.follower, followerDone)
 
 	if err := t.rec.Poll(); err != nil && r.Err == nil {

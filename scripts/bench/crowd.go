@@ -19,6 +19,8 @@ import (
 // crowdResult is figure 6 for one number of contenders.
 type crowdResult struct {
 	n          int
+	slots      int // --slots (1: one lease blob)
+	mostAtOnce int // the most commands running at one instant (must not exceed slots)
 	poll, run  time.Duration
 	started    int
 	pssTotal   int64 // kB, every contender waiting
@@ -41,9 +43,13 @@ type crowdResult struct {
 // around: each contender's child (the chaos child under timeout(1), so
 // that it ends by itself after o.crowdRun) runs once, and each leaderrun
 // exits after its run. Every request goes through one counting proxy.
-func (b *bench) crowd(ctx context.Context, n int) crowdResult {
-	r := crowdResult{n: n, poll: b.o.crowdPoll, run: b.o.crowdRun, watch: b.o.crowdWatch}
-	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d", n))
+func (b *bench) crowd(ctx context.Context, n int) crowdResult { return b.crowdOn(ctx, n, 1) }
+
+// crowdOn is crowd on a lease of the given number of slots: as many
+// holders keep every slot while the contenders wait.
+func (b *bench) crowdOn(ctx context.Context, n, slots int) crowdResult {
+	r := crowdResult{n: n, slots: slots, poll: b.o.crowdPoll, run: b.o.crowdRun, watch: b.o.crowdWatch}
+	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d-%d", n, slots))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.err = err.Error()
 		return r
@@ -63,6 +69,8 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 	}
 	defer p.Close()
 	env, flags := b.viaProxy(p)
+	slotFlags := []string{"--slots", fmt.Sprint(slots)}
+	flags = append(flags, slotFlags...)
 	// Every contender gives up after this (exit 75): the run is bounded
 	// even if leadership stopped passing around.
 	giveUp := time.Duration(n)*(b.o.crowdRun+time.Second) + 2*time.Minute
@@ -75,22 +83,27 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		b.reapChildren(rec)
 	}()
 
-	// The holder talks to the emulator directly: the proxy sees the
-	// contenders only.
-	holder, err := b.launch("crowd-holder", filepath.Join(dir, "holder.log"), b.direct(),
-		b.lr(name, []string{"--identity", "holder"}, "sleep", "600"))
-	if err != nil {
-		r.err = err.Error()
-		return r
-	}
-	procs = append(procs, holder)
-	if !waitFor(ctx, 20*time.Second, func() bool { return testenv.LogHas(holder.Log, "acquired lease") || holder.Exited() }) || holder.Exited() {
-		if ctx.Err() != nil {
-			r.err = "interrupted"
+	// The holders (one per slot) talk to the emulator directly: the proxy
+	// sees the contenders only.
+	var holders []*testenv.Process
+	for i := range slots {
+		id := fmt.Sprintf("holder%d", i)
+		holder, err := b.launch("crowd-"+id, filepath.Join(dir, id+".log"), b.direct(),
+			b.lr(name, append([]string{"--identity", id}, slotFlags...), "sleep", "600"))
+		if err != nil {
+			r.err = err.Error()
 			return r
 		}
-		r.err = "the holder did not acquire the lease" + testenv.LogTail(holder.Log)
-		return r
+		procs = append(procs, holder)
+		holders = append(holders, holder)
+		if !waitFor(ctx, 20*time.Second, func() bool { return testenv.LogHas(holder.Log, "acquired lease") || holder.Exited() }) || holder.Exited() {
+			if ctx.Err() != nil {
+				r.err = "interrupted"
+				return r
+			}
+			r.err = "the holder did not acquire the lease" + testenv.LogTail(holder.Log)
+			return r
+		}
 	}
 
 	// Start the contenders spread over one poll interval, so that their
@@ -114,7 +127,7 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		r.started++
 		time.Sleep(spread)
 	}
-	contenders := procs[1:]
+	contenders := procs[slots:]
 	// Every 200 ms, look at the logs of those not yet seen waiting.
 	pending := slices.Clone(contenders)
 	settled := false
@@ -173,7 +186,9 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		}
 	}()
 	tRelease := time.Now()
-	holder.Signal(syscall.SIGTERM)
+	for _, h := range holders {
+		h.Signal(syscall.SIGTERM)
+	}
 	done := waitFor(ctx, giveUp+30*time.Second, func() bool { // exited() reads a channel: cheap
 		for _, q := range contenders {
 			if !q.Exited() {
@@ -193,7 +208,6 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 		return r
 	}
 	procsRec := rec.Procs()
-	r.overlap = chaos.MaxOverlap(procsRec)
 	var children []chaos.Proc
 	for _, c := range procsRec {
 		if c.Role == "child" {
@@ -202,8 +216,9 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult {
 	}
 	slices.SortFunc(children, func(a, b chaos.Proc) int { return a.Begin.Compare(b.Begin) })
 	r.ran = len(children)
-	for i := 1; i < len(children); i++ {
-		r.gaps = append(r.gaps, children[i].Begin.Sub(children[i-1].End))
+	r.gaps, r.mostAtOnce = slotGaps(children, slots)
+	if slots == 1 {
+		r.overlap = chaos.MaxOverlap(procsRec)
 	}
 	if len(children) > 0 {
 		r.passAround = children[len(children)-1].End.Sub(tRelease)

@@ -83,7 +83,7 @@ type options struct {
 }
 
 // figures are the names -only takes.
-var figures = []string{"start", "handover", "failover", "steady", "crowd", "previous"}
+var figures = []string{"start", "handover", "failover", "steady", "crowd", "previous", "slots"}
 
 func (o options) runs(figure string) bool { return o.only == nil || o.only[figure] }
 
@@ -228,6 +228,7 @@ type results struct {
 	failover  *failoverResult
 	steady    *steadyResult
 	crowds    []crowdResult
+	slots     []crowdResult // slots.go: one slot and several, side by side
 	previous  *previousResult
 	sizes     sizes
 	wall      time.Duration
@@ -325,6 +326,9 @@ func drive(o options, args []string) (int, error) {
 			res.crowds = append(res.crowds, b.crowd(ctx, n))
 		}
 	}
+	if o.runs("slots") && ctx.Err() == nil {
+		res.slots = b.slotsFigure(ctx)
+	}
 	if o.runs("previous") && ctx.Err() == nil {
 		progress("7/7 this tree against " + o.previous)
 		res.previous = b.previous(ctx)
@@ -378,6 +382,12 @@ func (r *results) check(b *bench) {
 		add(&r.incomplet, fmt.Sprintf("%d contenders", c.n), c.err)
 		if c.overlap.D > 0 {
 			add(&r.unsafe, fmt.Sprintf("%d contenders", c.n), c.overlap.String())
+		}
+	}
+	for _, c := range r.slots {
+		add(&r.incomplet, fmt.Sprintf("%d contenders on %d slots", c.n, c.slots), c.err)
+		if c.overlap.D > 0 || c.mostAtOnce > c.slots {
+			add(&r.unsafe, fmt.Sprintf("%d contenders on %d slots", c.n, c.slots), fmt.Sprintf("%d commands at once", c.mostAtOnce))
 		}
 	}
 }

@@ -108,6 +108,9 @@ func report(w io.Writer, b *bench, r *results, args []string) {
 	if o.runs("previous") {
 		reportPrevious(pf, r.previous)
 	}
+	if o.runs("slots") {
+		reportSlots(pf, b, r) // slots.go
+	}
 	reportTargets(pf, b, r)
 	if o.only == nil {
 		reportMeaning(pf, b, r)

@@ -3,7 +3,7 @@
 // only, bounded in time, and a markdown table of what they measured. Run it
 // through scripts/chaos.sh, or from the repository root:
 //
-//	go run ./scripts/chaos [-n 100] [-p 8] [-s all] [-seed N] [-timeout 30m]
+//	go run ./scripts/chaos [-n 100] [-p 8] [-s all] [-slots N] [-seed N] [-timeout 30m]
 //
 // It starts Azurite with scripts/azurite.sh (in $AZURITE_STATE_DIR if set,
 // else in its own temporary directory) and stops it at exit, builds
@@ -46,6 +46,7 @@ type options struct {
 	seed         uint64
 	limit        time.Duration
 	trialTimeout time.Duration
+	slots        int // -slots: every trial on a lease of this many slots
 	keep         bool
 }
 
@@ -58,11 +59,20 @@ func run(args []string) int {
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed; 0 picks one (printed, to replay a run)")
 	fs.DurationVar(&o.limit, "timeout", 30*time.Minute, "hard cap on the whole run")
 	fs.DurationVar(&o.trialTimeout, "trial-timeout", 2*time.Minute, "cap on one trial")
+	fs.IntVar(&o.slots, "slots", 1, "run every trial on a lease of this many slots (fillers hold the others); scenarios that touch every slot (break, storage-loss) are refused")
 	fs.BoolVar(&o.keep, "keep", false, "keep every trial's directory (failed trials' are always kept)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	kinds, err := chaos.ParseKinds(o.scenarios)
+	for _, k := range kinds {
+		if err == nil && o.slots > 1 && !k.SlotsOK() {
+			err = fmt.Errorf("scenario %s cannot run with -slots %d: its fault touches every slot", k, o.slots)
+		}
+	}
+	if err == nil && (o.slots < 1 || o.slots > 50) {
+		err = fmt.Errorf("-slots %d: use 1 to 50", o.slots)
+	}
 	if err != nil || o.n < 1 || o.parallel < 1 || o.limit <= 0 || o.trialTimeout <= 0 || fs.NArg() > 0 {
 		if err == nil {
 			err = errors.New("want -n ≥ 1, -p ≥ 1, positive -timeout and -trial-timeout, and no arguments")
@@ -153,8 +163,12 @@ func drive(o options, kinds []chaos.Kind) (int, error) {
 			done = append(done, r)
 		}
 	}
-	fmt.Printf("\n## leaderrun chaos run\n\n`scripts/chaos.sh -n %d -p %d -s %s -seed %d`: %d trials ran, %d failed, %d could not run; wall %s; %s, %d CPUs.\n\n",
-		o.n, o.parallel, o.scenarios, o.seed, ran, failed, errored, time.Since(start).Round(time.Second),
+	slots := ""
+	if o.slots > 1 {
+		slots = fmt.Sprintf(" -slots %d", o.slots)
+	}
+	fmt.Printf("\n## leaderrun chaos run\n\n`scripts/chaos.sh -n %d -p %d -s %s%s -seed %d`: %d trials ran, %d failed, %d could not run; wall %s; %s, %d CPUs.\n\n",
+		o.n, o.parallel, o.scenarios, slots, o.seed, ran, failed, errored, time.Since(start).Round(time.Second),
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU())
 	fmt.Print(chaos.Table(chaos.Summarize(done)))
 	fmt.Println()
@@ -213,6 +227,7 @@ func plan(o options, kinds []chaos.Kind, dir string) []chaos.Trial {
 			Params:  k.Random(rng),
 			Dir:     filepath.Join(dir, fmt.Sprintf("%03d-%s", i+1, k)),
 			Timeout: o.trialTimeout,
+			Slots:   o.slots,
 		}
 	}
 	return trials

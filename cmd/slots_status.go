@@ -1,0 +1,152 @@
+package cmd
+
+// status and break of a lease with slots: one listing of the prefix NAME
+// gives every slot blob and the done markers (lease/names.go), grouped as
+// `leaderrun list` groups them (list_model.go).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+// leaseView is one lease as status and break see it.
+type leaseView struct {
+	client *lease.Client // the blob NAME (slot 0)
+	l      listedLease
+	date   time.Time // the service's Date of the listing; zero after the fallback read
+}
+
+// view lists the lease's blobs in one request. Storage that lets leaderrun
+// read the blob NAME but not list the container (a SAS for that blob only)
+// gets the one read of before: slot 0 alone, no done hosts. Storage that
+// cannot be read is exit 69.
+func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*leaseView, error) {
+	client, err := o.client(log)
+	if err != nil {
+		return nil, err
+	}
+	listed, date, lerr := client.List(ctx, o.lease)
+	if lerr != nil {
+		log.Debug("cannot list the lease's blobs; reading the lease blob alone", "error", lerr)
+		p, err := client.Properties(ctx)
+		if err != nil {
+			return nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+		}
+		l := listedLease{Name: o.lease, SlotCount: 1}
+		if p.Exists {
+			l.Slots = []listedSlot{{Slot: 0, URL: client.URL(), Props: p}}
+		}
+		return &leaseView{client: client, l: l, date: p.Date}, nil
+	}
+	var blobs []listedBlob
+	for _, b := range listed {
+		if lease.ParseBlobName(b.Name).Lease == o.lease {
+			blobs = append(blobs, listedBlob{Name: b.Name, State: b.Props.State, Metadata: b.Props.Metadata})
+		}
+	}
+	v := &leaseView{client: client, l: listedLease{Name: o.lease, SlotCount: 1}, date: date}
+	if g := groupListing(blobs, date, v.blobURL); len(g) == 1 {
+		v.l = g[0]
+	}
+	return v, nil
+}
+
+// blobURL is a blob's URL, without any secret.
+func (v *leaseView) blobURL(blob string) string {
+	s, err := v.client.Sibling(blob)
+	if err != nil {
+		return ""
+	}
+	return s.URL()
+}
+
+// writeSlotsText adds to status's text one line per slot when the lease
+// has more than one, and the hosts that are done.
+func writeSlotsText(w io.Writer, l listedLease, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	defer tw.Flush()
+	if l.SlotCount > 1 {
+		held := 0
+		for _, s := range l.Slots {
+			if heldState(s.Props.State) {
+				held++
+			}
+		}
+		fmt.Fprintf(tw, "slots:\t%d of %d leased\n", held, l.SlotCount)
+		at := 0
+		for i := 0; i < l.SlotCount; i++ {
+			cells := "never held\t-\t-\t-\t-"
+			if at < len(l.Slots) && l.Slots[at].Slot == i {
+				cells = slotCells(l.Slots[at].Props, now)
+				at++
+			}
+			fmt.Fprintf(tw, "  slot %d:\t%s\n", i, cells)
+		}
+	}
+	if len(l.DoneHosts) > 0 {
+		fmt.Fprintf(tw, "done hosts:\t%d: %s\n", len(l.DoneHosts), joinHosts(l.DoneHosts))
+	}
+}
+
+func joinHosts(hosts []string) string {
+	const most = 20
+	s := ""
+	for i, h := range hosts {
+		if i == most {
+			return s + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += h
+	}
+	return s
+}
+
+// breakSlots is break for a lease of several slots without --slot: every
+// held slot, each as break breaks one lease.
+func breakSlots(ctx context.Context, a *app, o *breakOptions, v *leaseView) error {
+	any := false
+	for _, s := range v.l.Slots {
+		if !heldState(s.Props.State) {
+			continue
+		}
+		c, err := v.client.Sibling(lease.SlotBlob(o.loc.lease, s.Slot))
+		if err != nil {
+			return storageExit(err)
+		}
+		any = true
+		if err := breakOne(ctx, a, o, c, s.Props, fmt.Sprintf("%s slot %d", o.loc.lease, s.Slot)); err != nil {
+			return err
+		}
+	}
+	if !any {
+		a.log.Info("no slot is held; nothing to break", "lease", o.loc.lease, "slots", v.l.SlotCount)
+	}
+	return nil
+}
+
+// breakSlot is break --slot I: that slot's blob alone, one read and the
+// break.
+func breakSlot(ctx context.Context, a *app, o *breakOptions) error {
+	client, err := o.loc.client(a.log)
+	if err != nil {
+		return err
+	}
+	c, err := client.Sibling(lease.SlotBlob(o.loc.lease, o.slot))
+	if err != nil {
+		return storageExit(err)
+	}
+	p, err := c.Properties(ctx)
+	if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", o.slot, o.loc.lease, err))
+	}
+	return breakOne(ctx, a, o, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, o.slot))
+}

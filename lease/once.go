@@ -1,0 +1,192 @@
+// once.go: the checks a contender makes on what it reads besides the
+// once-per window: --once (someone already succeeded), --once-per-host (the
+// done marker NAME~done/HOST, see names.go) and the slot count recorded in
+// the metadata; and MarkDone, which writes the done marker.
+//
+// --once with more than one slot is refused: --once promises one successful
+// run for the whole fleet, and with N slots up to N contenders would start
+// at once, none of them seeing the others' success until it has ended.
+
+package lease
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// mdSlots is the metadata key of the slot count, written by the claim of
+// every slot blob of a lease with more than one slot (none with one).
+const mdSlots = "slots"
+
+// SlotsError: the lease records another slot count than this contender's.
+// It comes wrapped in a *ConfigError (a usage error: exit 64).
+type SlotsError struct {
+	Lease    string // the lease name
+	Want     int    // this contender's --slots
+	Recorded int    // the count the lease's blobs record
+}
+
+func (e *SlotsError) Error() string {
+	return fmt.Sprintf("lease %q is used with --slots %d, this contender has --slots %d: use the same count on every host, or another lease name",
+		e.Lease, e.Recorded, e.Want)
+}
+
+func slotsErr(lease string, want, recorded int) *ConfigError {
+	return &ConfigError{Field: "slots", Err: &SlotsError{Lease: lease, Want: want, Recorded: recorded}}
+}
+
+func errOnceWithSlots(n int) *ConfigError {
+	return configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", n)
+}
+
+// recordedSlots reads the slot count a slot blob's metadata records: its
+// slots key; without it, 1 if the blob was ever claimed (it has a term: a
+// holder with one slot writes no slots key), else 0 (not known: a blob
+// created but never claimed). A malformed value reads as unknown.
+func recordedSlots(md map[string]string) int {
+	if v, ok := md[mdSlots]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxSlots {
+			return n
+		}
+		return 0
+	}
+	if md[mdTerm] != "" {
+		return 1
+	}
+	return 0
+}
+
+// slotsMismatch returns the count md records when it is not n; 0 if it
+// agrees or is not known.
+func slotsMismatch(md map[string]string, n int) int {
+	if r := recordedSlots(md); r != 0 && r != n {
+		return r
+	}
+	return 0
+}
+
+// withSlots records the slot count in the metadata the claim writes: with
+// one slot, nothing (the metadata stays as it always was).
+func withSlots(md map[string]string, n int) map[string]string {
+	if n > 1 {
+		md[mdSlots] = strconv.Itoa(n)
+	}
+	return md
+}
+
+// leaseName is the name of the lease a blob belongs to.
+func leaseName(blob string) string { return ParseBlobName(blob).Lease }
+
+// pollCheck applies to every read of a contender (held or free): another
+// slot count recorded, or --once with a success recorded, ends the wait.
+func (a *attempt) pollCheck(p *Properties) error {
+	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
+		return slotsErr(leaseName(a.e.c.blobName), a.e.cfg.Slots, r)
+	}
+	if a.w.Once {
+		if s := LastSuccess(p.Metadata); s != nil {
+			return &SkipError{Reason: SkipOnce, Holder: s.Holder, Start: s.End}
+		}
+	}
+	return nil
+}
+
+// claimCheck is pollCheck on the metadata as of the acquire; the claim
+// releases the lease if it fails.
+func (a *attempt) claimCheck(p *Properties) error { return a.pollCheck(p) }
+
+// doneMarkerClient is the client of this host's done marker.
+func doneMarkerClient(c *Client, host string) (*Client, error) {
+	return c.Sibling(DoneBlob(leaseName(c.blobName), host))
+}
+
+// hostDone reads this host's done marker once: true if it exists.
+func (a *attempt) hostDone(ctx context.Context) (bool, error) {
+	m, err := doneMarkerClient(a.e.c, a.w.OncePerHost)
+	if err != nil {
+		return false, err
+	}
+	rctx, cancel := a.requestCtx(ctx)
+	defer cancel()
+	p, err := m.getProperties(rctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, err
+	}
+	return p.Exists, nil
+}
+
+func (a *attempt) doneSkip() *SkipError {
+	return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
+}
+
+// doneBefore is --once-per-host's check before the first acquire: one read
+// of the marker.
+func (a *attempt) doneBefore(ctx context.Context) error {
+	if a.w.OncePerHost == "" {
+		return nil
+	}
+	done, err := a.hostDone(ctx)
+	if err != nil {
+		return err
+	}
+	if done {
+		return a.doneSkip()
+	}
+	return nil
+}
+
+// doneAfter is the check again once l is held, so that a contender of the
+// same host that waited while this host's run succeeded does not run again
+// (the marker is written before the release). A skip releases l.
+func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
+	if a.w.OncePerHost == "" {
+		return nil
+	}
+	done, err := a.hostDone(ctx)
+	if err == nil && !done {
+		return nil
+	}
+	if rerr := l.Release(ctx); rerr != nil {
+		a.e.log.Debug("release after the done check failed", "error", rerr)
+	}
+	if err != nil {
+		return err
+	}
+	return a.doneSkip()
+}
+
+// MarkDone records that host completed a run with status 0 under the
+// lease: the zero-length blob NAME~done/HOST, created If-None-Match: * (an
+// existing marker is kept as it is). Call it while the lease is still held,
+// before Release, so that the marker exists before anyone else can take
+// the slot. Transient failures are retried for up to requestTimeout.
+func (l *Lease) MarkDone(ctx context.Context, host string) error {
+	m, err := l.c.Sibling(DoneBlob(l.Name, host))
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return retryTransient(rctx, func() error {
+		if _, err := m.api.createBlob(rctx); err != nil {
+			se := m.mapError("create done marker", err)
+			if se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed {
+				return nil
+			}
+			return se
+		}
+		return nil
+	})
+}
+
+// sameHost reports whether holder, an identity, is host's: host itself
+// (--identity) or host:PID (the default identity).
+func sameHost(holder, host string) bool {
+	return holder == host || strings.HasPrefix(holder, host+":")
+}

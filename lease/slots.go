@@ -1,0 +1,263 @@
+// slots.go: a lease of N > 1 slots (Config.Slots). Slot I is its own lease
+// blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
+// term and its own run record; this file is how a contender gets one: one
+// listing of the prefix NAME per poll (every slot's lease state and
+// metadata, and the done markers, in one request), the free slots tried in
+// random order, and no write while every slot is held.
+//
+// The first step is a listing, not an optimistic acquire of a random slot:
+// the listing carries what must be checked before any write (another slot
+// count recorded, this host's done marker, the once-per window of each
+// slot), and its ETag lets the claim skip its read. A free slot costs three
+// requests in three round trips (list, acquire, claim); a held one the
+// listing alone.
+//
+// --once-per applies per slot: a slot whose last run started within the
+// window is not taken, and a contender skips when every slot has had a run
+// start within the window, so `--slots 2 --once-per 4m` lets up to two runs
+// start per window.
+
+package lease
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// slotView is what one listing says about a lease of n slots.
+type slotView struct {
+	slots    []*Properties   // by slot, 0 … n−1; a missing blob reads as absent
+	done     map[string]bool // hosts with a done marker
+	recorded int             // a slot count recorded that is not n; 0 if none
+}
+
+// viewListing reads the blobs of lease name from a listing of its prefix
+// (which may hold other leases whose names begin with name: they are left
+// out). Every slot blob counts for the mismatch rule, those beyond n too.
+func viewListing(name string, n int, listed []Listed, date time.Time) slotView {
+	v := slotView{slots: make([]*Properties, n), done: map[string]bool{}}
+	for _, b := range listed {
+		bn := ParseBlobName(b.Name)
+		if bn.Lease != name {
+			continue
+		}
+		switch bn.Kind {
+		case KindSlot:
+			if r := slotsMismatch(b.Props.Metadata, n); r != 0 && v.recorded == 0 {
+				v.recorded = r
+			}
+			if bn.Slot < n {
+				v.slots[bn.Slot] = b.Props
+			}
+		case KindDone:
+			v.done[bn.Host] = true
+		}
+	}
+	for i, p := range v.slots {
+		if p == nil {
+			v.slots[i] = &Properties{State: StateAbsent, Metadata: map[string]string{}, Date: date}
+		}
+	}
+	return v
+}
+
+// freeSlots returns the slots an acquire may be sent to, in random order:
+// neither leased nor breaking, and with no run started within oncePer (0:
+// off). When every slot, held or not, had a run start within the window,
+// it returns the skip instead.
+func (v slotView) freeSlots(oncePer time.Duration) (free []int, skip *SkipError) {
+	spent := 0
+	for i, p := range v.slots {
+		if withinWindow(p, oncePer) {
+			spent++
+			if skip == nil || p.LastRun.Start.After(skip.Start) {
+				skip = skipError(p, oncePer)
+			}
+			continue
+		}
+		if !p.State.held() {
+			free = append(free, i)
+		}
+	}
+	if spent < len(v.slots) {
+		skip = nil
+	}
+	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	return free, skip
+}
+
+// holder is a held slot's read (the lowest held slot), for OnWait and
+// *HeldError; nil if none is held.
+func (v slotView) holder() *Properties {
+	for _, p := range v.slots {
+		if p.State.held() {
+			return p
+		}
+	}
+	return nil
+}
+
+// heldByHost reports whether a slot other than mine is held, by what its
+// metadata says, by host.
+func (v slotView) heldByHost(host string, mine int) bool {
+	for i, p := range v.slots {
+		if i != mine && p.State.held() && sameHost(p.Holder, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// runSlots is run for a lease of several slots: a listing per poll, an
+// acquire of a free slot when there is one.
+func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
+	name, n := a.e.c.blobName, a.e.cfg.Slots
+	for {
+		v, err := a.listSlots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			continue // failed; the backoff is over
+		}
+		if v.recorded != 0 {
+			return nil, slotsErr(name, n, v.recorded)
+		}
+		if a.w.OncePerHost != "" && v.done[a.w.OncePerHost] {
+			return nil, a.doneSkip()
+		}
+		free, skip := v.freeSlots(a.w.OncePer)
+		if skip != nil {
+			return nil, skip
+		}
+		if len(free) > 0 && !a.holding() {
+			l, err := a.trySlots(ctx, v, free)
+			if l != nil || err != nil {
+				return l, err
+			}
+		}
+		held := v.holder()
+		if held != nil {
+			a.seen = held
+		}
+		if a.w.NoWait || a.expired() {
+			return nil, a.heldError(a.seen)
+		}
+		if held != nil {
+			a.notify(held)
+		}
+		if err := a.pollWait(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// listSlots is one listing of the lease's blobs. nil, nil: it failed and
+// the backoff is over.
+func (a *attempt) listSlots(ctx context.Context) (*slotView, error) {
+	rctx, cancel := a.requestCtx(ctx)
+	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if a.expired() {
+			return nil, a.heldError(a.seen)
+		}
+		return nil, a.failed(ctx, err)
+	}
+	a.succeeded()
+	v := viewListing(a.e.c.blobName, a.e.cfg.Slots, listed, date)
+	return &v, nil
+}
+
+// trySlots sends an acquire to each free slot in turn until one is
+// claimed; a slot taken since the listing (409) sends it to the next. nil,
+// nil: none was acquired (list again, after a poll interval, or after the
+// backoff of a failure).
+func (a *attempt) trySlots(ctx context.Context, v *slotView, free []int) (*Lease, error) {
+	for _, i := range free {
+		s, err := a.slotAttempt(i)
+		if err != nil {
+			return nil, err
+		}
+		l, err := s.try(ctx, readDone(v.slots[i]))
+		a.reqStart = s.reqStart
+		if err == nil {
+			l.Name, l.Slot = a.e.c.blobName, i
+			err = a.slotDoneAfter(ctx, l)
+			if err == nil {
+				return l, nil
+			}
+		} else {
+			s.cleanup(ctx)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, errHeldNow):
+			continue // taken since the listing: the next free slot
+		case errors.Is(err, ErrSkipped):
+			var skip *SkipError
+			if errors.As(err, &skip) && skip.Reason == SkipOncePerHost {
+				return nil, err
+			}
+			continue // this slot ran within the once-per window
+		}
+		se := asStorageError(err)
+		if se == nil {
+			return nil, err // another slot count recorded
+		}
+		return nil, a.failed(ctx, se)
+	}
+	return nil, nil
+}
+
+// slotAttempt is an attempt on slot i's blob, sharing this one's lease ID
+// and deadline.
+func (a *attempt) slotAttempt(i int) (*attempt, error) {
+	c := a.e.c
+	if i > 0 {
+		var err error
+		if c, err = c.Sibling(SlotBlob(a.e.c.blobName, i)); err != nil {
+			return nil, err
+		}
+	}
+	e := &Elector{c: c, cfg: a.e.cfg, log: a.e.log}
+	return &attempt{e: e, w: a.w, leaseID: a.leaseID, deadline: a.deadline}, nil
+}
+
+// slotDoneAfter is --once-per-host's check once slot l.Slot is held: one
+// listing. This host's done marker skips; another slot held by this host
+// (a second leaderrun of the same host) sends this one back to waiting
+// (errHeldNow). Two of the same host that acquire at the same moment each
+// list after their own claim, so at least one of them sees the other. Any
+// outcome but going on releases l.
+func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
+	host := a.w.OncePerHost
+	if host == "" {
+		return nil
+	}
+	rctx, cancel := a.requestCtx(ctx)
+	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
+	cancel()
+	var why error
+	switch v := viewListing(a.e.c.blobName, a.e.cfg.Slots, listed, date); {
+	case err != nil:
+		why = err
+	case v.done[host]:
+		why = a.doneSkip()
+	case v.heldByHost(host, l.Slot):
+		a.e.log.Debug("another slot is held by this host: waiting", "host", host)
+		why = errHeldNow
+	default:
+		return nil
+	}
+	if rerr := l.Release(ctx); rerr != nil {
+		a.e.log.Debug("release after the done check failed", "error", rerr)
+	}
+	return why
+}
