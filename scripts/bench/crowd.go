@@ -47,6 +47,10 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult { return b.crowdOn
 
 // crowdOn is crowd on a lease of the given number of slots: as many
 // holders keep every slot while the contenders wait.
+//
+// It is one long function on purpose: the figure is a script of steps in
+// order (proxy, holders, contenders, the waiting window, the drain) that
+// share a dozen values; split, they would pass them all around.
 func (b *bench) crowdOn(ctx context.Context, n, slots int) crowdResult {
 	r := crowdResult{n: n, slots: slots, poll: b.o.crowdPoll, run: b.o.crowdRun, watch: b.o.crowdWatch}
 	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d-%d", n, slots))

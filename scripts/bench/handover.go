@@ -84,6 +84,9 @@ func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *testen
 // records the run's end and releases the lease. The follower's next read
 // finds the lease free, it acquires and starts its child. The follower then
 // leads the next round.
+//
+// Long on purpose: one round is a sequence of steps over the same two
+// processes and timestamps, read best top to bottom.
 func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) handoverResult {
 	r := handoverResult{label: "leaderrun --poll-interval " + poll.String(), poll: poll}
 	dir := filepath.Join(b.work, "handover-"+poll.String())

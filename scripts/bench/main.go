@@ -105,6 +105,8 @@ func run(args []string) int {
 	return code
 }
 
+// parseOptions reads the bench's flags. It is long because it is one flag
+// declaration a line, with their checks.
 func parseOptions(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -236,6 +238,9 @@ type results struct {
 	incomplet []string // figures that could not be measured
 }
 
+// drive builds the binaries, starts the emulator, measures the figures the
+// options ask for and prints the report. Long because it is the bench's
+// table of contents: one short step per figure, in order.
 func drive(o options, args []string) (int, error) {
 	begin := time.Now()
 	root, err := testenv.ModuleRoot()

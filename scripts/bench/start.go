@@ -52,6 +52,9 @@ type tool struct {
 	run  func() (time.Duration, error) // instead of argv
 }
 
+// startCost measures figure 1. Long because it lists the interleaved
+// jobs (leaderrun, etcd, flock, the breakdown) as one table of closures,
+// best read together.
 func (b *bench) startCost(ctx context.Context) *startResult {
 	r := &startResult{failures: map[string]string{}, serverCPU: map[string]time.Duration{}, serverRuns: map[string]int{}}
 	name := "start-" + testenv.RandHex(4)

@@ -63,6 +63,9 @@ type watched struct {
 	start0 faultproxy.Counts
 }
 
+// steadyState measures figures 4 and 5 over one window. Long because the
+// leader, the followers, their counters and the CPU samples share one
+// timeline, best read top to bottom.
 func (b *bench) steadyState(ctx context.Context) *steadyResult {
 	r := &steadyResult{window: b.o.window}
 	dir := filepath.Join(b.work, "steady")

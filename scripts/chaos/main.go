@@ -92,6 +92,9 @@ func run(args []string) int {
 
 // drive sets up, runs the trials, prints the table and returns the exit
 // status.
+//
+// Long because it is the run's table of contents: set-up, the trial loop
+// with its progress lines, the report and the cleanup, in order.
 func drive(o options, kinds []chaos.Kind) (int, error) {
 	start := time.Now()
 	root, err := testenv.ModuleRoot()
