@@ -56,30 +56,38 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	if err != nil {
 		return err
 	}
+	return breakHolder(rctx, a, client, p, o.loc.lease, o.now)
+}
+
+// breakHolder breaks the lease that p (a read of client's blob) shows
+// held: with period 0 if now, else with the lease duration its holder
+// recorded (15s if none), so that the holder stops its command before
+// anyone can acquire. `break` and `pause --drain` share it.
+func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Properties, name string, now bool) error {
 	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
-		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease, "state", p.State)
+		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil
 	}
 	period := p.LeaseDuration
 	if period <= 0 {
 		period = defaultBreakPeriod
 	}
-	if o.now {
+	if now {
 		period = 0
 		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
-			"lease", o.loc.lease, "holder", p.Holder)
+			"lease", name, "holder", p.Holder)
 	}
 	if err := client.Break(rctx, period); errors.Is(err, lease.ErrNotLeased) {
-		a.log.Info("lease is not held; nothing to break", "lease", o.loc.lease)
+		a.log.Info("lease is not held; nothing to break", "lease", name)
 		return nil
 	} else if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", o.loc.lease, err))
+		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
 	}
 	if period > 0 {
-		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", o.loc.lease,
+		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", name,
 			"holder", p.Holder, "term", p.Term, "free_in", period)
 	} else {
-		a.log.Info("lease broken", "lease", o.loc.lease, "holder", p.Holder, "term", p.Term)
+		a.log.Info("lease broken", "lease", name, "holder", p.Holder, "term", p.Term)
 	}
 	return nil
 }

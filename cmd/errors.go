@@ -33,6 +33,9 @@ func acquireExit(err error, sig syscall.Signal, o *runOptions) error {
 		if !o.noWait {
 			why = fmt.Sprintf("--timeout %s passed", o.timeout)
 		}
+		if held.Reason != "" { // kept off, e.g. by a pause
+			return exitWith(o.conflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", o.loc.lease, held.Reason, why))
+		}
 		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, heldText(held, o.identity), why))
 	}
 	return storageExit(err)

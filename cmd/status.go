@@ -69,14 +69,21 @@ type lastRunJSON struct {
 func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	client, p, err := o.loc.read(rctx, a.log)
+	// One listing of NAME: the lease blob and its pause marker together.
+	ll, err := o.loc.listLease(rctx, a.log)
 	if err != nil {
 		return err
 	}
 	if o.output == "json" {
-		return writeJSON(a.stdout, toStatusJSON(client.URL(), p))
+		j := toLeaseStatusJSON(ll.lease, ll.date, ll.client.BlobURL)
+		j.Lease = "" // status names no lease: it was asked for one
+		return writeJSON(a.stdout, j)
 	}
-	writeStatusText(a.stdout, o.loc.lease, client.URL(), p)
+	var pause *lease.Pause
+	if ll.lease.Pause.Active(ll.date) {
+		pause = ll.lease.Pause
+	}
+	writeStatusText(a.stdout, o.loc.lease, ll.client.URL(), ll.lease.slot0(ll.client.BlobURL).Props, pause, ll.date)
 	return nil
 }
 
@@ -110,8 +117,9 @@ func toStatusJSON(url string, p *lease.Properties) statusJSON {
 	return s
 }
 
-func writeStatusText(w io.Writer, name, url string, p *lease.Properties) {
-	now := p.Date
+// writeStatusText prints status's rows; pause is the pause in force (nil if
+// none), now the service's Date of the read.
+func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *lease.Pause, now time.Time) {
 	if now.IsZero() {
 		now = time.Now()
 	}
@@ -120,6 +128,9 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties) {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("lease", name)
 	row("url", url)
+	if pause != nil {
+		row("paused", pauseRow(pause, now))
+	}
 	if !p.Exists {
 		row("state", "never held (the blob does not exist yet)")
 		return
@@ -171,4 +182,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// pauseRow describes a pause in force: "since T (3m ago), until resume: reason".
+func pauseRow(p *lease.Pause, now time.Time) string {
+	var b strings.Builder
+	if !p.Since.IsZero() {
+		fmt.Fprintf(&b, "since %s, ", stamp(p.Since, now))
+	}
+	b.WriteString("until " + untilText(p.Until))
+	if p.Reason != "" {
+		b.WriteString(": " + p.Reason)
+	}
+	return b.String()
 }

@@ -41,6 +41,12 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		Timeout: o.timeout,
 		OncePer: o.oncePer,
 		OnTry:   hs.prepare,
+		OnHold: func(reason string) { // a pause, see `leaderrun pause`
+			hs.discard()
+			log.Info("waiting for the lease", "lease", o.loc.lease, "reason", reason)
+			sd.waiting()
+			sd.status("waiting: " + reason)
+		},
 		OnWait: func(p *lease.Properties) {
 			hs.discard()
 			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}

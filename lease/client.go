@@ -251,6 +251,10 @@ func newTransport() *http.Client {
 // URL is the blob's URL, without any query string, SAS or credential.
 func (c *Client) URL() string { return c.url }
 
+// BlobURL is the URL of another blob of the container, without any query
+// string, SAS or credential.
+func (c *Client) BlobURL(blob string) string { return c.containerURL + "/" + escapeBlobName(blob) }
+
 // Name is the blob name (the lease name).
 func (c *Client) Name() string { return c.blobName }
 
@@ -317,7 +321,7 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 	if err != nil {
 		se := c.mapError("get properties", err)
 		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
-			return &Properties{State: StateAbsent, Metadata: map[string]string{}}, nil
+			return &Properties{State: StateAbsent, Metadata: map[string]string{}, Date: errorDate(err)}, nil
 		}
 		return nil, se
 	}
@@ -328,6 +332,19 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 	p := newProperties(state, resp.Metadata, resp.Date)
 	p.etag = resp.ETag
 	return p, nil
+}
+
+// errorDate is the Date header of a refusal; zero if it has none.
+func errorDate(err error) time.Time {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil {
+		return time.Time{}
+	}
+	t, perr := http.ParseTime(re.RawResponse.Header.Get("Date"))
+	if perr != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // Break breaks the blob's lease, whoever holds it (no lease ID needed). The
