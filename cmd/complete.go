@@ -41,14 +41,10 @@ func completeLeaseNames(root *cobra.Command) {
 func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	var o locationOptions
 	fs := c.Flags()
+	_ = envDefaults(fs, locationEnv) // a bad variable leaves its flag as it is
 	o.container, _ = fs.GetString("container")
 	o.account, _ = fs.GetString("account")
 	o.endpoint, _ = fs.GetString("endpoint")
-	if envDefaults(fs, locationEnv) == nil {
-		o.container, _ = fs.GetString("container")
-		o.account, _ = fs.GetString("account")
-		o.endpoint, _ = fs.GetString("endpoint")
-	}
 	client, err := lease.NewContainerClient(o.clientConfig("", hclog.NewNullLogger()))
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
