@@ -73,12 +73,15 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	if v.l.SlotCount > 1 {
 		return breakSlots(rctx, a, o, v)
 	}
-	return breakOne(rctx, a, o, v.client, v.l.slot0(v.blobURL).Props, o.loc.lease)
+	return breakHolder(rctx, a, v.client, v.l.slot0(v.blobURL).Props, o.loc.lease, o.now)
 }
 
-// breakOne breaks one lease blob, whose read is p; name is how the log
-// names it.
-func breakOne(rctx context.Context, a *app, o *breakOptions, client *lease.Client, p *lease.Properties, name string) error {
+// breakHolder breaks the lease that p (a read of client's blob) shows
+// held: with period 0 if now, else with the lease duration its holder
+// recorded (15s if none), so that the holder stops its command before
+// anyone can acquire. `break` (each slot) and `pause --drain` share it;
+// name is how the log names the lease.
+func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Properties, name string, now bool) error {
 	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil
@@ -87,7 +90,7 @@ func breakOne(rctx context.Context, a *app, o *breakOptions, client *lease.Clien
 	if period <= 0 {
 		period = defaultBreakPeriod
 	}
-	if o.now {
+	if now {
 		period = 0
 		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
 			"lease", name, "holder", p.Holder)

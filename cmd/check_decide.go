@@ -127,15 +127,24 @@ func decideCheck(in checkInput) checkResult {
 }
 
 // after reports whether r came after the success succ (every run does when
-// there is none).
+// there is none). Times have one-second resolution: within the same second
+// the terms tell, where both are known (a later run of the same blob has a
+// higher term).
 func after(r lease.Run, succ *lease.Run) bool {
-	switch {
-	case succ == nil:
+	if succ == nil {
 		return true
-	case !r.End.IsZero():
-		return r.End.After(succ.End)
+	}
+	t := r.End
+	if t.IsZero() {
+		t = r.Start
+	}
+	switch {
+	case !t.Equal(succ.End):
+		return t.After(succ.End)
+	case r.Term > 0 && succ.Term > 0:
+		return r.Term > succ.Term
 	default:
-		return !r.Start.Before(succ.End)
+		return r.End.IsZero()
 	}
 }
 

@@ -74,6 +74,14 @@ func TestCheckDecide(t *testing.T) {
 			"CRITICAL: no run has ever ended with status 0; a run is in progress on vm-2 (term 1), started 1m0s ago | age=U;;3600 last_exit=U"},
 		{"a holder's | does not start the perfdata", []lease.Run{histRun("a|b", 7, ago(11*time.Second), 0)}, nil, checkNow, stateOK,
 			"OK: last successful run ended 10s ago on a/b (term 7) | age=10s;;3600 last_exit=0"},
+		{"ok: a run lost in the second the success ended came before it (lower term)", []lease.Run{
+			{Holder: "vm-9", Term: 9, Start: ago(time.Minute), End: ago(time.Minute), ExitCode: exitPtr(0)},
+			{Holder: "vm-8", Term: 8, Start: ago(time.Minute)}}, nil, checkNow, stateOK,
+			"OK: last successful run ended 1m0s ago on vm-9 (term 9) | age=60s;;3600 last_exit=0"},
+		{"warning: a run lost in the second the success ended came after it (higher term)", []lease.Run{
+			{Holder: "vm-10", Term: 10, Start: ago(time.Minute)},
+			{Holder: "vm-9", Term: 9, Start: ago(time.Minute), End: ago(time.Minute), ExitCode: exitPtr(0)}}, nil, checkNow, stateWarning,
+			"WARNING: last successful run ended 1m0s ago on vm-9 (term 9), but a later run failed: lost its lease before recording its end, on vm-10 (term 10), started 2026-11-23T11:59:00Z (1m0s ago) | age=60s;;3600 last_exit=U"},
 		{"unknown: no service time", []lease.Run{success}, keyed, time.Time{}, stateUnknown,
 			"UNKNOWN: the storage service sent no Date header: cannot tell how old the last run is"},
 	}

@@ -33,7 +33,7 @@ func acquireExit(err error, sig syscall.Signal, o *runOptions) error {
 		if !o.noWait {
 			why = fmt.Sprintf("--timeout %s passed", o.timeout)
 		}
-		if held.Reason != "" {
+		if held.Reason != "" { // kept off by a pause or a scheduled event
 			return exitWith(o.conflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", o.loc.lease, held.Reason, why))
 		}
 		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, heldText(held, o.identity), why))

@@ -63,5 +63,17 @@ func exitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	var pe *pluginExit
+	if errors.As(err, &pe) {
+		return int(pe.res.State)
+	}
 	return exitUsage
 }
+
+// pluginExit ends `leaderrun check`: its line goes to stdout, and its state
+// is the exit status (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: the
+// monitoring plugins' convention, usage and storage errors included), not
+// leaderrun's own codes. Every outcome of check is one, OK included.
+type pluginExit struct{ res checkResult }
+
+func (e *pluginExit) Error() string { return e.res.Line }

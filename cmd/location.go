@@ -24,6 +24,12 @@ type locationOptions struct {
 
 func (o *locationOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.lease, "lease", "l", "", "lease name: the blob's name, may contain '/' (env LEADERRUN_LEASE; required)")
+	o.addContainerFlags(fs)
+}
+
+// addContainerFlags adds the flags that say where the container is (list
+// needs no lease name).
+func (o *locationOptions) addContainerFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.container, "container", "leaderrun", "container of the lease blob, created if missing (env LEADERRUN_CONTAINER)")
 	fs.StringVar(&o.account, "account", "", "storage account name (env AZURE_STORAGE_ACCOUNT)")
 	fs.StringVar(&o.endpoint, "endpoint", "", "blob service URL (env LEADERRUN_ENDPOINT; default https://ACCOUNT.blob.core.windows.net)")
@@ -49,20 +55,26 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 // client builds the storage client; a configuration it cannot accept is a
 // usage error (64).
 func (o *locationOptions) client(log hclog.Logger) (*lease.Client, error) {
-	c, err := lease.NewClient(lease.ClientConfig{
+	c, err := lease.NewClient(o.clientConfig(o.lease, log))
+	if err != nil {
+		return nil, storageExit(err)
+	}
+	return c, nil
+}
+
+// clientConfig is the storage client's configuration for blob ("" for the
+// container as a whole), credentials from the environment.
+func (o *locationOptions) clientConfig(blob string, log hclog.Logger) lease.ClientConfig {
+	return lease.ClientConfig{
 		Container:        o.container,
-		Blob:             o.lease,
+		Blob:             blob,
 		Account:          o.account,
 		Endpoint:         o.endpoint,
 		ConnectionString: os.Getenv("AZURE_STORAGE_CONNECTION_STRING"),
 		AccountKey:       os.Getenv("AZURE_STORAGE_KEY"),
 		SASToken:         os.Getenv("AZURE_STORAGE_SAS_TOKEN"),
 		Logger:           log,
-	})
-	if err != nil {
-		return nil, storageExit(err)
 	}
-	return c, nil
 }
 
 // operatorTimeout bounds what status and break do: one or two requests.

@@ -5,6 +5,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -51,6 +52,11 @@ type app struct {
 // conflict code set to 0 with -E 0: not acquiring is the expected outcome)
 // is logged at info, so that -q prints nothing, as flock -n does.
 func (a *app) report(err error) {
+	var pe *pluginExit
+	if errors.As(err, &pe) {
+		fmt.Fprintln(a.stdout, pe.res.Line) // check: its one line, on stdout
+		return
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		switch {
@@ -139,6 +145,8 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
 	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
+	root.AddCommand(newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a), newResumeCmd(a))
+	completeLeaseNames(root)
 	return root
 }
 

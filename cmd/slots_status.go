@@ -59,13 +59,7 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*leaseVie
 }
 
 // blobURL is a blob's URL, without any secret.
-func (v *leaseView) blobURL(blob string) string {
-	s, err := v.client.Sibling(blob)
-	if err != nil {
-		return ""
-	}
-	return s.URL()
-}
+func (v *leaseView) blobURL(blob string) string { return v.client.BlobURL(blob) }
 
 // writeSlotsText adds to status's text one line per slot when the lease
 // has more than one, and the hosts that are done.
@@ -123,7 +117,7 @@ func breakSlots(ctx context.Context, a *app, o *breakOptions, v *leaseView) erro
 			return storageExit(err)
 		}
 		any = true
-		if err := breakOne(ctx, a, o, c, s.Props, fmt.Sprintf("%s slot %d", o.loc.lease, s.Slot)); err != nil {
+		if err := breakHolder(ctx, a, c, s.Props, fmt.Sprintf("%s slot %d", o.loc.lease, s.Slot), o.now); err != nil {
 			return err
 		}
 	}
@@ -148,5 +142,5 @@ func breakSlot(ctx context.Context, a *app, o *breakOptions) error {
 	if err != nil {
 		return exitWith(exitUnavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", o.slot, o.loc.lease, err))
 	}
-	return breakOne(ctx, a, o, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, o.slot))
+	return breakHolder(ctx, a, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, o.slot), o.now)
 }

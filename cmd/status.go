@@ -75,10 +75,14 @@ func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 	}
 	if o.output == "json" {
 		j := toLeaseStatusJSON(v.l, v.date, v.blobURL)
-		j.Lease = ""
+		j.Lease = "" // status names no lease: it was asked for one
 		return writeJSON(a.stdout, j)
 	}
-	writeStatusText(a.stdout, o.loc.lease, v.client.URL(), v.l.slot0(v.blobURL).Props)
+	var pause *lease.Pause
+	if v.l.Pause.Active(v.date) {
+		pause = v.l.Pause
+	}
+	writeStatusText(a.stdout, o.loc.lease, v.client.URL(), v.l.slot0(v.blobURL).Props, pause, v.date)
 	writeSlotsText(a.stdout, v.l, v.date)
 	return nil
 }
@@ -113,8 +117,9 @@ func toStatusJSON(url string, p *lease.Properties) statusJSON {
 	return s
 }
 
-func writeStatusText(w io.Writer, name, url string, p *lease.Properties) {
-	now := p.Date
+// writeStatusText prints status's rows; pause is the pause in force (nil if
+// none), now the service's Date of the read.
+func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *lease.Pause, now time.Time) {
 	if now.IsZero() {
 		now = time.Now()
 	}
@@ -123,6 +128,9 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties) {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("lease", name)
 	row("url", url)
+	if pause != nil {
+		row("paused", pauseRow(pause, now))
+	}
 	if !p.Exists {
 		row("state", "never held (the blob does not exist yet)")
 		return
@@ -174,4 +182,17 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// pauseRow describes a pause in force: "since T (3m ago), until resume: reason".
+func pauseRow(p *lease.Pause, now time.Time) string {
+	var b strings.Builder
+	if !p.Since.IsZero() {
+		fmt.Fprintf(&b, "since %s, ", stamp(p.Since, now))
+	}
+	b.WriteString("until " + untilText(p.Until))
+	if p.Reason != "" {
+		b.WriteString(": " + p.Reason)
+	}
+	return b.String()
 }

@@ -52,10 +52,12 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 			sd.waiting()
 			sd.status("waiting: held by " + heldText(held, o.identity))
 		},
+		// Held back by a scheduled event for this VM (events.go), or by a
+		// pause (`leaderrun pause`, checked inside lease).
 		Hold: events.holdFunc(),
 		OnHold: func(reason string) {
 			hs.discard()
-			log.Info("waiting for the lease: not acquiring while a scheduled event concerns this VM", "lease", o.loc.lease, "reason", reason)
+			log.Info("waiting for the lease", "lease", o.loc.lease, "reason", reason)
 			sd.waiting()
 			sd.status("waiting: " + reason)
 		},

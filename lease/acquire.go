@@ -1,11 +1,13 @@
 // acquire.go: one Acquire call as a state machine (attempt): the optimistic
 // acquire, the follower's poll loop with reads, creating a missing blob,
-// holding off while WaitOptions.Hold says so, giving up on storage failures,
+// holding off while WaitOptions.Hold says so or the lease is paused
+// (pausecheck.go), giving up on storage failures,
 // and the cleanup of a lease acquired but not handed over.
 
 package lease
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -36,6 +38,10 @@ type attempt struct {
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
 	reason    string      // Hold's latest answer
+	// pauseReason: the latest read of the pause marker found the lease
+	// paused (its text, see pauseText); "" if not (pausecheck.go).
+	pauseReason  string
+	pauseRefused bool // the marker's read was refused (warned once)
 }
 
 // errHeldNow: the acquire was refused because the lease is held.
@@ -74,29 +80,61 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			read = true
 			continue
 		}
-		// An optimistic acquire goes with a concurrent read; a follower's
-		// acquire comes with the poll read that found the lease free.
-		var pr *pendingRead
+		// An optimistic acquire goes with concurrent reads of the blob and
+		// of the pause marker; a follower's acquire comes with the poll
+		// read that found the lease free, after a read of the marker.
+		var (
+			pr    *pendingRead
+			pause *pauseRead
+		)
 		if read {
+			paused, retry, err := a.checkPause(ctx)
+			switch {
+			case err != nil:
+				return nil, err
+			case retry:
+				continue
+			case paused && (a.w.NoWait || a.expired()):
+				return nil, a.heldError(free)
+			case paused:
+				if err := a.pollWait(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			pr = readDone(free)
 		} else {
-			pr = a.startRead(ctx)
+			pr, pause = a.startRead(ctx), a.startPauseRead(ctx)
 		}
-		l, err := a.try(ctx, pr)
+		l, err := a.try(ctx, pr, pause)
 		if !read && errors.Is(err, errHeldNow) {
 			// The read sent with the refused acquire is the first poll,
 			// if it saw the lease held (else it raced a release: read again).
 			if p := pr.wait(); p != nil && p.State.held() {
 				next = p
 			}
+			if reason, perr := pause.wait(a); perr == nil {
+				a.paused(reason) // so that --no-wait says why
+			}
 		}
 		pr.abandon()
+		pause.abandon()
 		read = true
 		switch {
 		case err == nil:
 			return l, nil
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, errPausedNow):
+			// The optimistic acquire found the lease paused and gave it
+			// back unclaimed: from now on, poll.
+			a.succeeded()
+			if a.w.NoWait || a.expired() {
+				return nil, a.heldError(a.seen)
+			}
+			if err := a.pollWait(ctx); err != nil {
+				return nil, err
+			}
 		case errors.Is(err, errHeldNow):
 			a.succeeded()
 			a.contended++
@@ -158,8 +196,10 @@ func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) 
 // try sends one acquire (creating the container and blob if missing) and,
 // if it succeeds, claims the term: see claim. pr is a read made before or
 // with the acquire, which the claim uses instead of a read of its own if
-// the blob has not changed since; it is never nil.
-func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
+// the blob has not changed since; it is never nil. pause, when not nil, is
+// the read of the pause marker sent with the acquire: the lease is given
+// back unclaimed (errPausedNow) if it says paused, or if it failed.
+func (a *attempt) try(ctx context.Context, pr *pendingRead, pause *pauseRead) (*Lease, error) {
 	c, cfg := a.e.c, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
@@ -183,6 +223,10 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		return nil, se
 	}
 	a.unsure = true
+	if err := a.pausedAfterAcquire(pause); err != nil {
+		a.releaseQuietly(ctx)
+		return nil, err
+	}
 	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, sent)); err != nil {
 		a.releaseQuietly(ctx)
@@ -317,7 +361,7 @@ func (a *attempt) holding() bool {
 // nil if none) and Hold's latest reason.
 func (a *attempt) heldError(p *Properties) *HeldError {
 	he := heldError(p)
-	he.Reason = a.reason
+	he.Reason = cmp.Or(a.reason, a.pauseReason)
 	return he
 }
 

@@ -1,4 +1,4 @@
-// azBlob: blobAPI's eight requests sent with the Azure SDK (azblob v1.8.0),
+// azBlob: blobAPI's ten requests sent with the Azure SDK (azblob v1.8.0),
 // and the narrow interfaces of the SDK clients it uses.
 
 package lease
@@ -32,6 +32,7 @@ type (
 	blobClient interface {
 		GetProperties(ctx context.Context, o *blob.GetPropertiesOptions) (blob.GetPropertiesResponse, error)
 		SetMetadata(ctx context.Context, md map[string]*string, o *blob.SetMetadataOptions) (blob.SetMetadataResponse, error)
+		Delete(ctx context.Context, o *blob.DeleteOptions) (blob.DeleteResponse, error)
 	}
 	uploader interface {
 		Upload(ctx context.Context, body io.ReadSeekCloser, o *blockblob.UploadOptions) (blockblob.UploadResponse, error)
@@ -231,6 +232,26 @@ func (a *azBlob) createContainer(ctx context.Context) (answer, error) {
 		return answer{}, err
 	}
 	return newAnswer(r.Date, r.ETag), nil
+}
+
+func (a *azBlob) putBlob(ctx context.Context, md map[string]string) (answer, error) {
+	meta := make(map[string]*string, len(md))
+	for k, v := range md {
+		meta[strings.ToLower(k)] = &v
+	}
+	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{Metadata: meta})
+	if err != nil {
+		return answer{}, err
+	}
+	return newAnswer(r.Date, r.ETag), nil
+}
+
+func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
+	r, err := a.blob.Delete(ctx, nil)
+	if err != nil {
+		return answer{}, err
+	}
+	return newAnswer(r.Date, nil), nil
 }
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.

@@ -57,6 +57,8 @@ func okAnswer(r *http.Request) (int, http.Header) {
 	case r.Header.Get("X-Ms-Lease-Action") == "acquire", r.Header.Get("X-Ms-Blob-Type") != "",
 		r.URL.Query().Get("restype") == "container":
 		status = http.StatusCreated
+	case r.Method == http.MethodDelete:
+		status = http.StatusAccepted
 	case r.Header.Get("X-Ms-Lease-Action") == "break":
 		status = http.StatusAccepted
 		h.Set("X-Ms-Lease-Time", "7")
@@ -118,6 +120,13 @@ func azCalls(t *testing.T, ctx context.Context, id string) []azCall {
 			"PUT", "", map[string]string{"X-Ms-Blob-Type": "BlockBlob", "If-None-Match": "*"}},
 		{"create container", func(api blobAPI) error { _, err := api.createContainer(ctx); return err },
 			"PUT", "restype=container", nil},
+		{"put blob", func(api blobAPI) error {
+			_, err := api.putBlob(ctx, map[string]string{"reason": "maintenance", "Since": "2026-11-22T10:00:00Z"})
+			return err
+		}, "PUT", "", map[string]string{"X-Ms-Blob-Type": "BlockBlob", "If-None-Match": "", "X-Ms-Lease-Id": "",
+			"X-Ms-Meta-Reason": "maintenance", "X-Ms-Meta-Since": "2026-11-22T10:00:00Z"}},
+		{"delete blob", func(api blobAPI) error { _, err := api.deleteBlob(ctx); return err },
+			"DELETE", "", map[string]string{"X-Ms-Lease-Id": ""}},
 	}
 }
 

@@ -63,14 +63,33 @@ func (r *recordingAPI) setMetadata(ctx context.Context, id, ifMatch string, md m
 	return r.blobAPI.setMetadata(ctx, id, ifMatch, md)
 }
 
+// opPauseProps is a read of the pause marker, as recordingAPI records it.
+const opPauseProps = "pause-" + opGetProps
+
+// markerRecorder records the reads of the pause marker in the lease's
+// recordingAPI, so that one list shows the order of both.
+type markerRecorder struct {
+	blobAPI
+	r *recordingAPI
+}
+
+func (m markerRecorder) getProperties(ctx context.Context) (blobProps, error) {
+	defer m.r.enter(opPauseProps)()
+	return m.blobAPI.getProperties(ctx)
+}
+
 func recording(c *Client) *recordingAPI {
 	r := &recordingAPI{blobAPI: c.api}
 	c.api = r
+	if c.marker != nil {
+		c.marker.api = markerRecorder{blobAPI: c.marker.api, r: r}
+	}
 	return r
 }
 
-// Against the emulator: a start on a free lease is acquire and read
-// together, then the conditional write; a handover is acquire and write.
+// Against the emulator: a start on a free lease is acquire, read and the
+// pause marker's read together, then the conditional write (two round
+// trips); a handover is the marker's read, acquire and write.
 func TestAzuriteAcquireRoundTrips(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
@@ -91,11 +110,12 @@ func TestAzuriteAcquireRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, ifMatch, _ := ra.snapshot()
-	if len(ops) != 3 || !slices.Contains(ops[:2], opAcquire) || !slices.Contains(ops[:2], opGetProps) || ops[2] != opSetMeta ||
-		ifMatch[0] == "" {
-		t.Errorf("fresh start: %v (If-Match %q), want acquire and read, then a conditional write", ops, ifMatch)
+	ops, ifMatch, maxIn := ra.snapshot()
+	if len(ops) != 4 || !slices.Contains(ops[:3], opAcquire) || !slices.Contains(ops[:3], opGetProps) ||
+		!slices.Contains(ops[:3], opPauseProps) || ops[3] != opSetMeta || ifMatch[0] == "" {
+		t.Errorf("fresh start: %v (If-Match %q), want acquire, read and the pause's read, then a conditional write", ops, ifMatch)
 	}
+	t.Logf("fresh start: %v, at most %d in flight", ops, maxIn)
 	if l.Term != 2 {
 		t.Errorf("term %d, want 2", l.Term)
 	}
@@ -118,8 +138,9 @@ func TestAzuriteAcquireRoundTrips(t *testing.T) {
 	}
 	ops, ifMatch, _ = rb.snapshot()
 	i := slices.Index(ops, opAcquire)
-	if i < 1 || ops[i-1] != opGetProps || !slices.Equal(ops[i:], []string{opAcquire, opSetMeta}) || ifMatch[0] == "" {
-		t.Errorf("handover: %v (If-Match %q), want polls, then acquire and a conditional write", ops, ifMatch)
+	if i < 2 || ops[i-2] != opGetProps || ops[i-1] != opPauseProps || !slices.Equal(ops[i:], []string{opAcquire, opSetMeta}) ||
+		ifMatch[0] == "" || slices.Contains(ops[:i-1], opPauseProps) {
+		t.Errorf("handover: %v (If-Match %q), want polls, then the pause's read, acquire and a conditional write", ops, ifMatch)
 	}
 	if lb.Term != 3 || mustProps(t, cb).Term != 3 {
 		t.Errorf("term %d, want 3", lb.Term)

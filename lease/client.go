@@ -88,6 +88,11 @@ type Client struct {
 	azAuth       azAuth
 	opts         azcore.ClientOptions
 	lister       containerAPI
+
+	// marker is the client of the lease's pause marker (names.go), which
+	// its slots share; nil for a container client, a marker's client, and
+	// the fakes of unit tests that do not test the pause.
+	marker *Client
 }
 
 // NewClient checks cfg and builds the Azure SDK's clients. It makes no
@@ -99,18 +104,47 @@ type Client struct {
 // that a request cut by its deadline takes its connection with it (a stuck
 // HTTP/2 connection would hang every later renewal until the lease is lost).
 func NewClient(cfg ClientConfig) (*Client, error) {
+	if err := validateBlobName(cfg.Blob); err != nil {
+		return nil, err
+	}
+	if strings.Contains(cfg.Blob, MarkerSep) {
+		return nil, configErr("lease name", "%q: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", cfg.Blob, MarkerSep)
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.marker, err = c.Sibling(PauseBlob(cfg.Blob)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewContainerClient is NewClient for the container as a whole, with no
+// lease name (cfg.Blob must be empty): its List lists the container, its
+// Sibling addresses any blob of it; it has no blob requests of its own. It
+// makes no request.
+func NewContainerClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Blob != "" {
+		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.api = nil
+	return c, nil
+}
+
+// newClient is NewClient without the checks of the lease name; with an
+// empty cfg.Blob, URL is the container's.
+func newClient(cfg ClientConfig) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	if err := validateContainer(cfg.Container); err != nil {
 		return nil, err
-	}
-	if err := validateBlobName(cfg.Blob); err != nil {
-		return nil, err
-	}
-	if strings.Contains(cfg.Blob, MarkerSep) {
-		return nil, configErr("lease name", "%q: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", cfg.Blob, MarkerSep)
 	}
 
 	c := &Client{container: cfg.Container, blobName: cfg.Blob, log: log.Named("lease")}
@@ -163,7 +197,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	containerURL := base + "/" + cfg.Container
-	c.url = containerURL + "/" + escapeBlobName(cfg.Blob)
+	c.url = containerURL
+	if cfg.Blob != "" {
+		c.url += "/" + escapeBlobName(cfg.Blob)
+	}
 
 	opts := clientOptions(loopback)
 	var auth azAuth
@@ -213,6 +250,10 @@ func newTransport() *http.Client {
 
 // URL is the blob's URL, without any query string, SAS or credential.
 func (c *Client) URL() string { return c.url }
+
+// BlobURL is the URL of another blob of the container, without any query
+// string, SAS or credential.
+func (c *Client) BlobURL(blob string) string { return c.containerURL + "/" + escapeBlobName(blob) }
 
 // Name is the blob name (the lease name).
 func (c *Client) Name() string { return c.blobName }
@@ -280,7 +321,7 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 	if err != nil {
 		se := c.mapError("get properties", err)
 		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
-			return &Properties{State: StateAbsent, Metadata: map[string]string{}}, nil
+			return &Properties{State: StateAbsent, Metadata: map[string]string{}, Date: errorDate(err)}, nil
 		}
 		return nil, se
 	}
@@ -291,6 +332,19 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 	p := newProperties(state, resp.Metadata, resp.Date)
 	p.etag = resp.ETag
 	return p, nil
+}
+
+// errorDate is the Date header of a refusal; zero if it has none.
+func errorDate(err error) time.Time {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.RawResponse == nil {
+		return time.Time{}
+	}
+	t, perr := http.ParseTime(re.RawResponse.Header.Get("Date"))
+	if perr != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // Break breaks the blob's lease, whoever holds it (no lease ID needed). The

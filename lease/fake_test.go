@@ -23,6 +23,8 @@ const (
 	opSetMeta   = "setmeta"
 	opUpload    = "upload"
 	opContainer = "createcontainer"
+	opPut       = "put"
+	opDelete    = "delete"
 )
 
 // fakeStore is an in-memory blob with Azure's lease rules, timed by
@@ -359,4 +361,43 @@ func (f fakeAPI) createContainer(ctx context.Context) (answer, error) {
 	}
 	s.containerExists = true
 	return answer{Date: *s.now(), ETag: `"0xC0"`, LeaseTime: -1}, nil
+}
+
+func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (answer, error) {
+	s := f.s
+	if err := s.enter(ctx, opPut); err != nil {
+		return answer{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.containerExists {
+		return answer{}, respErr(http.StatusNotFound, "ContainerNotFound")
+	}
+	if s.blobExists && s.stateLocked() == StateLeased {
+		return answer{}, respErr(http.StatusPreconditionFailed, "LeaseIdMissing")
+	}
+	s.blobExists, s.content, s.meta = true, "", map[string]string{}
+	for k, v := range md {
+		s.meta[k] = v
+	}
+	s.etag++
+	return s.answerLocked(), nil
+}
+
+func (f fakeAPI) deleteBlob(ctx context.Context) (answer, error) {
+	s := f.s
+	if err := s.enter(ctx, opDelete); err != nil {
+		return answer{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.missingLocked(); err != nil {
+		return answer{}, err
+	}
+	if s.stateLocked() == StateLeased {
+		return answer{}, respErr(http.StatusPreconditionFailed, "LeaseIdMissing")
+	}
+	s.blobExists, s.meta = false, map[string]string{}
+	s.leaseID, s.state = "", StateAvailable
+	return s.answerLocked(), nil
 }

@@ -31,6 +31,10 @@ type slotView struct {
 	slots    []*Properties   // by slot, 0 … n−1; a missing blob reads as absent
 	done     map[string]bool // hosts with a done marker
 	recorded int             // a slot count recorded that is not n; 0 if none
+	// pause is pauseText of the lease's pause marker when it is in force
+	// at the listing's Date; "" if not. The listing that finds the free
+	// slots carries the marker too: slots cost no extra read for it.
+	pause string
 }
 
 // viewListing reads the blobs of lease name from a listing of its prefix
@@ -53,6 +57,10 @@ func viewListing(name string, n int, listed []Listed, date time.Time) slotView {
 			}
 		case KindDone:
 			v.done[bn.Host] = true
+		case KindPause:
+			if p := ReadPause(b.Props.Metadata); p.Active(date) {
+				v.pause = pauseText(p)
+			}
 		}
 	}
 	for i, p := range v.slots {
@@ -132,7 +140,7 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 		if skip != nil {
 			return nil, skip
 		}
-		if len(free) > 0 && !a.holding() {
+		if len(free) > 0 && !a.holding() && !a.paused(v.pause) {
 			l, err := a.trySlots(ctx, v, free)
 			if l != nil || err != nil {
 				return l, err
@@ -184,7 +192,8 @@ func (a *attempt) trySlots(ctx context.Context, v *slotView, free []int) (*Lease
 		if err != nil {
 			return nil, err
 		}
-		l, err := s.try(ctx, readDone(v.slots[i]))
+		// The pause was read with the listing (v.pause), a round trip ago.
+		l, err := s.try(ctx, readDone(v.slots[i]), nil)
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.e.c.blobName, i

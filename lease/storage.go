@@ -34,6 +34,12 @@ type blobAPI interface {
 	createBlob(ctx context.Context) (answer, error)
 	// createContainer is Create Container.
 	createContainer(ctx context.Context) (answer, error)
+	// putBlob is Put Blob without conditions: a zero-length block blob
+	// with metadata md, replacing the blob and its metadata if it exists
+	// (a marker: leaderrun never calls it on a lease blob).
+	putBlob(ctx context.Context, md map[string]string) (answer, error)
+	// deleteBlob is Delete Blob, without a lease ID (a marker).
+	deleteBlob(ctx context.Context) (answer, error)
 }
 
 // answer is what leaderrun reads from a successful response.

@@ -1,0 +1,110 @@
+package cmd
+
+// `leaderrun list`: every lease of the container from one paged listing,
+// and the listing of one lease (its slots and markers) that status,
+// history and check read.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+type listOptions struct {
+	loc    locationOptions
+	output string
+}
+
+func newListCmd(a *app) *cobra.Command {
+	o := &listOptions{}
+	c := &cobra.Command{
+		Use:   "list [-o text|json]",
+		Short: "List every lease of the container with its state, holder and last run",
+		Long: `list lists the container's blobs once (one request per 5,000 blobs, lease
+state and metadata included) and prints one row per lease: state, holder,
+term, since when it is held, the last run that is over, and notes (a pause in
+force, hosts done). A lease of several slots gets a summary row and one row
+per slot; its slot and marker blobs are not listed as leases of their own.
+Ages are by the storage service's clock (the listing's Date).
+
+-o json prints an array of the objects that status -o json prints, each with
+"lease", its name. Exit status 0, or 69 when the storage cannot be read.`,
+		Example: `  leaderrun list
+  leaderrun list --container jobs -o json | jq -r '.[] | select(.state == "leased") | .lease'`,
+		Args: unexpectedArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := envDefaults(c.Flags(), locationEnv); err != nil {
+				return err
+			}
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			return runList(c.Context(), a, o)
+		},
+	}
+	o.loc.addContainerFlags(c.Flags())
+	addOutputFlag(c.Flags(), &o.output)
+	return c
+}
+
+func addOutputFlag(fs *pflag.FlagSet, output *string) {
+	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return usagef("invalid --output %q: use text or json", output)
+	}
+	return nil
+}
+
+func runList(ctx context.Context, a *app, o *listOptions) error {
+	rctx, cancel := operatorContext(ctx)
+	defer cancel()
+	client, err := lease.NewContainerClient(o.loc.clientConfig("", a.log))
+	if err != nil {
+		return storageExit(err)
+	}
+	listed, date, err := client.List(rctx, "")
+	if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
+	}
+	leases := groupListing(toListedBlobs(listed), date, client.BlobURL)
+	if o.output == "json" {
+		return writeJSON(a.stdout, listJSON(leases, date, client.BlobURL))
+	}
+	return writeListText(a.stdout, leases, date)
+}
+
+func toListedBlobs(listed []lease.Listed) []listedBlob {
+	out := make([]listedBlob, 0, len(listed))
+	for _, l := range listed {
+		out = append(out, listedBlob{Name: l.Name, State: l.Props.State, Metadata: l.Props.Metadata})
+	}
+	return out
+}
+
+// runs is the lease's recorded runs, newest start first, merged across
+// its slots.
+func (v *leaseView) runs() []lease.Run {
+	var hs [][]lease.Run
+	for _, s := range v.l.Slots {
+		hs = append(hs, lease.ReadHistory(s.Props.Metadata, heldState(s.Props.State)))
+	}
+	return lease.MergeRuns(hs...)
+}
+
+// lastSuccess is the newest success the slots record; nil if none.
+func (v *leaseView) lastSuccess() *lease.Run {
+	var best *lease.Run
+	for _, s := range v.l.Slots {
+		if r := lease.LastSuccess(s.Props.Metadata); r != nil && (best == nil || r.End.After(best.End)) {
+			best = r
+		}
+	}
+	return best
+}

@@ -1,0 +1,157 @@
+package cmd
+
+// `leaderrun pause` and `leaderrun resume`: the lease's pause marker
+// (lease/pausecheck.go), and with --drain a safe break of the holder.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leaderrun/leaderrun/lease"
+)
+
+type pauseOptions struct {
+	loc    locationOptions
+	dur    time.Duration
+	reason string
+	drain  bool
+}
+
+func newPauseCmd(a *app) *cobra.Command {
+	o := &pauseOptions{}
+	c := &cobra.Command{
+		Use:   "pause -l NAME [--for DURATION] [--reason TEXT] [--drain]",
+		Short: "Keep every contender from acquiring NAME until resume (or for a while)",
+		Long: `pause writes the pause marker of NAME (the blob NAME~pause, metadata only):
+while it is in force no contender acquires NAME. A contender with --no-wait
+exits with the conflict code (-E) after a line that gives the reason; a
+waiting one keeps waiting, and acquires once the pause is over. The pause lasts
+until 'leaderrun resume', or, with --for, until DURATION has passed by the
+storage service's clock (its Date: this host's clock is never used). Pausing a
+paused lease replaces its pause.
+
+The holder is not disturbed: COMMAND runs on until it exits. With --drain the
+holder's lease is also broken the safe way, as 'leaderrun break' does: its
+renewals fail, it stops COMMAND before the lease could pass on and exits 76,
+and nobody takes over while the pause lasts.
+
+A contender reads the marker right before each acquire it sends (one read,
+never one per poll of a held lease), so one that had passed its check may
+still start up to one round trip after the pause was written.`,
+		Example: `  leaderrun pause -l cron/report --reason "db maintenance, ticket 4711"
+  leaderrun pause -l cron/report --for 2h --reason "release freeze"
+  leaderrun pause -l scheduler --drain --reason "moving to the new cluster"
+  leaderrun resume -l cron/report`,
+		Args: unexpectedArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.loc.complete(c.Flags()); err != nil {
+				return err
+			}
+			if o.dur < 0 || (c.Flags().Changed("for") && o.dur == 0) {
+				return usagef("invalid --for %s: want more than 0 (leave it out to pause until resume)", o.dur)
+			}
+			return runPause(c.Context(), a, o)
+		},
+	}
+	o.loc.addFlags(c.Flags())
+	fs := c.Flags()
+	fs.DurationVar(&o.dur, "for", 0, "end the pause after this long, by the storage service's clock (default: until resume)")
+	fs.StringVar(&o.reason, "reason", "", "why: shown by status, list and every contender held off (printable ASCII, at most 256 characters)")
+	fs.BoolVar(&o.drain, "drain", false, "also break the holder's lease safely: it stops its command and exits 76")
+	return c
+}
+
+// runPause reads the marker first and writes it after: the read's Date
+// dates the pause (the service's clock: since, and until = since + --for),
+// and tells whether an older pause is being replaced.
+func runPause(ctx context.Context, a *app, o *pauseOptions) error {
+	rctx, cancel := operatorContext(ctx)
+	defer cancel()
+	client, err := o.loc.client(a.log)
+	if err != nil {
+		return err
+	}
+	old, date, err := client.ReadPause(rctx)
+	if err != nil {
+		return exitWith(exitUnavailable, fmt.Errorf("cannot read the pause of lease %q: %w", o.loc.lease, err))
+	}
+	if date.IsZero() {
+		return exitWith(exitUnavailable, errors.New("the storage service sent no Date header: a pause is never dated by this host's clock"))
+	}
+	p := lease.Pause{Reason: o.reason, Since: date}
+	if o.dur > 0 {
+		p.Until = date.Add(o.dur)
+	}
+	if _, err := client.WritePause(rctx, p); err != nil {
+		var ce *lease.ConfigError
+		if errors.As(err, &ce) {
+			return &usageError{err: err}
+		}
+		return exitWith(exitUnavailable, fmt.Errorf("cannot pause lease %q: %w", o.loc.lease, err))
+	}
+	if old.Active(date) {
+		a.log.Info("replaced the pause in force", "lease", o.loc.lease, "previous_reason", old.Reason,
+			"previous_since", timeOrNone(old.Since), "previous_until", timeOrNone(old.Until))
+	}
+	a.log.Info("lease paused: no contender acquires it", "lease", o.loc.lease, "reason", o.reason,
+		"since", timeOrNone(p.Since), "until", untilText(p.Until))
+	if !o.drain {
+		return nil
+	}
+	// The drain is `leaderrun break` without --now: every held slot, each
+	// with the period its holder recorded.
+	return runBreak(ctx, a, &breakOptions{loc: o.loc, slot: -1})
+}
+
+func timeOrNone(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func untilText(t time.Time) string {
+	if t.IsZero() {
+		return "resume"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func newResumeCmd(a *app) *cobra.Command {
+	o := &locationOptions{}
+	c := &cobra.Command{
+		Use:   "resume -l NAME",
+		Short: "End the pause of NAME",
+		Long: `resume deletes the pause marker of NAME: contenders acquire it again at their
+next poll. Resuming a lease that is not paused does nothing and exits 0.`,
+		Example: `  leaderrun resume -l cron/report`,
+		Args:    unexpectedArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.complete(c.Flags()); err != nil {
+				return err
+			}
+			rctx, cancel := operatorContext(c.Context())
+			defer cancel()
+			client, err := o.client(a.log)
+			if err != nil {
+				return err
+			}
+			existed, err := client.DeletePause(rctx)
+			if err != nil {
+				return exitWith(exitUnavailable, fmt.Errorf("cannot resume lease %q: %w", o.lease, err))
+			}
+			if !existed {
+				a.log.Info("lease is not paused; nothing to resume", "lease", o.lease)
+				return nil
+			}
+			a.log.Info("lease resumed: contenders may acquire it again", "lease", o.lease)
+			return nil
+		},
+	}
+	o.addFlags(c.Flags())
+	return c
+}

@@ -1,0 +1,249 @@
+// The pause of a lease, as requests: reading, writing and deleting its
+// marker (NAME~pause, see names.go and pause.go), and the contender's check
+// before each acquire (see attempt.run in acquire.go).
+//
+// Cost: a contender reads the marker once per acquire attempt, never per
+// poll of a held lease. The optimistic first acquire sends the read together
+// with the acquire (no extra round trip) and, if the lease is paused,
+// releases the lease it just got without claiming a term; a follower whose
+// poll found the lease free reads the marker before it sends the acquire
+// (one round trip more per handover, none per poll).
+//
+// Limits: a contender that read "not paused" may still acquire and start
+// COMMAND up to one round trip after a pause was written. A contender whose
+// credentials may not read the marker (a SAS scoped to the lease blob:
+// 403) warns once and does not honour pauses; unreachable storage is a
+// failure like any other (retried, then given up).
+
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errPausedNow: the acquire was not sent, or was undone, because the lease
+// is paused.
+var errPausedNow = errors.New("lease: paused")
+
+// ReadPause reads the lease's pause marker (one read request): the pause
+// it records, nil if there is no marker, and the service's Date of the
+// answer, by which Pause.Active tells whether it is still in force.
+// Failures are *StorageError; a done ctx returns ctx.Err().
+func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
+	m, err := c.pauseMarker()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	props, err := m.Properties(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !props.Exists {
+		return nil, props.Date, nil
+	}
+	return ReadPause(props.Metadata), props.Date, nil
+}
+
+// WritePause writes p as the lease's pause marker (one write request),
+// replacing any pause already there, and returns the service's Date of the
+// answer. p's times must come from the service's clock (a Date), never
+// from the local one. A reason that metadata cannot carry is a
+// *ConfigError, sent nowhere.
+func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
+	m, err := c.pauseMarker()
+	if err != nil {
+		return time.Time{}, err
+	}
+	md, err := p.Metadata()
+	if err != nil {
+		return time.Time{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	ans, err := m.api.putBlob(rctx, md)
+	if err != nil {
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
+		se := m.mapError("write pause marker", err)
+		if se.kind != kindContainerMissing {
+			return time.Time{}, se
+		}
+		if err := m.ensureBlob(rctx, true); err != nil {
+			return time.Time{}, err
+		}
+		if ans, err = m.api.putBlob(rctx, md); err != nil {
+			return time.Time{}, m.mapError("write pause marker", err)
+		}
+	}
+	c.log.Debug("pause marker written", "url", m.url)
+	return ans.Date, nil
+}
+
+// DeletePause deletes the lease's pause marker (one request); existed is
+// false when there was none.
+func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
+	m, err := c.pauseMarker()
+	if err != nil {
+		return false, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if _, err := m.api.deleteBlob(rctx); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		se := m.mapError("delete pause marker", err)
+		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
+			return false, nil
+		}
+		return false, se
+	}
+	return true, nil
+}
+
+func (c *Client) pauseMarker() (*Client, error) {
+	if c.marker == nil {
+		return nil, configErr("lease name", "this client has no lease, so no pause marker")
+	}
+	return c.marker, nil
+}
+
+// pauseText is how a contender says why it does not acquire: it begins
+// "paused: ".
+func pauseText(p *Pause) string {
+	reason := p.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	if p.Until.IsZero() {
+		return "paused: " + reason + " (until leaderrun resume)"
+	}
+	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
+}
+
+// pauseRead is a read of the pause marker sent alongside an acquire.
+type pauseRead struct {
+	done   chan struct{}
+	reason string // pauseText if the lease is paused at the read's Date; "" if not
+	err    error
+	cancel context.CancelFunc
+}
+
+// startPauseRead sends a read of the pause marker on its own goroutine,
+// bounded like any request of the attempt; nil when the client has no
+// marker (unit tests' fakes).
+func (a *attempt) startPauseRead(ctx context.Context) *pauseRead {
+	if a.e.c.marker == nil {
+		return nil
+	}
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	r := &pauseRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(r.done)
+		r.reason, r.err = a.e.c.marker.pauseReason(rctx)
+	}()
+	return r
+}
+
+// wait returns the read's answer once it has come: the pause's text ("" if
+// not paused) or a failure (*StorageError or a context error). A refusal
+// (403 and the like) reads as not paused, with one warning per Acquire.
+func (r *pauseRead) wait(a *attempt) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	<-r.done
+	if se := asStorageError(r.err); se != nil && !se.Transient() {
+		if !a.pauseRefused {
+			a.pauseRefused = true
+			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", se)
+		}
+		return "", nil
+	}
+	return r.reason, r.err
+}
+
+// abandon cancels the read if it is still in flight and waits for its
+// goroutine. Safe on nil and more than once.
+func (r *pauseRead) abandon() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// pauseReason reads the marker with ctx's deadline only (c is the
+// marker's client): pauseText if paused now by the read's Date, "" if not.
+func (c *Client) pauseReason(ctx context.Context) (string, error) {
+	props, err := c.getProperties(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !props.Exists {
+		return "", nil
+	}
+	if p := ReadPause(props.Metadata); p.Active(props.Date) {
+		return pauseText(p), nil
+	}
+	return "", nil
+}
+
+// checkPause is a follower's check right before its acquire: one read of
+// the marker. paused reports whether to hold off; err is a failure to give
+// up with (after a.failed's backoff, a nil err and paused false with
+// retry true: poll again).
+func (a *attempt) checkPause(ctx context.Context) (paused, retry bool, err error) {
+	r := a.startPauseRead(ctx)
+	defer r.abandon()
+	a.reqStart = time.Now()
+	reason, err := r.wait(a)
+	if err != nil {
+		if err := a.failed(ctx, err); err != nil {
+			return false, false, err
+		}
+		return false, true, nil
+	}
+	a.succeeded()
+	return a.paused(reason), false, nil
+}
+
+// paused records the pause read's answer and, waiting, tells OnHold when a
+// pause is first seen or its text changes. It reports whether the lease is
+// paused.
+func (a *attempt) paused(reason string) bool {
+	changed := reason != a.pauseReason
+	a.pauseReason = reason
+	if reason == "" {
+		if changed {
+			a.e.log.Debug("the pause is over")
+		}
+		return false
+	}
+	if changed {
+		a.e.log.Debug("holding off the acquire", "reason", reason)
+		if a.w.OnHold != nil && !a.w.NoWait {
+			a.w.OnHold(reason)
+		}
+	}
+	return true
+}
+
+// pausedAfterAcquire is the optimistic acquire's check, once it has
+// succeeded: the marker read sent with it must say "not paused" before the
+// term is claimed. errPausedNow when paused; a failed read is that
+// failure (the caller releases the lease either way).
+func (a *attempt) pausedAfterAcquire(r *pauseRead) error {
+	reason, err := r.wait(a)
+	if err != nil {
+		return err
+	}
+	if a.paused(reason) {
+		return errPausedNow
+	}
+	return nil
+}
