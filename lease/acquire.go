@@ -71,10 +71,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		if a.holding() {
 			// No acquire now: give up, or poll (reads only) until Hold
 			// lets go and a read finds the lease free.
-			if a.w.NoWait || a.expired() {
-				return nil, a.heldError(free)
-			}
-			if err := a.pollWait(ctx); err != nil {
+			if err := a.giveUpOrWait(ctx, free); err != nil {
 				return nil, err
 			}
 			read = true
@@ -94,10 +91,8 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				return nil, err
 			case retry:
 				continue
-			case paused && (a.w.NoWait || a.expired()):
-				return nil, a.heldError(free)
 			case paused:
-				if err := a.pollWait(ctx); err != nil {
+				if err := a.giveUpOrWait(ctx, free); err != nil {
 					return nil, err
 				}
 				continue
@@ -120,44 +115,55 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		pr.abandon()
 		pause.abandon()
 		read = true
-		switch {
-		case err == nil:
+		if err == nil {
 			return l, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, errPausedNow):
-			// The optimistic acquire found the lease paused and gave it
-			// back unclaimed: from now on, poll.
-			a.succeeded()
-			if a.w.NoWait || a.expired() {
-				return nil, a.heldError(a.seen)
-			}
-			if err := a.pollWait(ctx); err != nil {
-				return nil, err
-			}
-		case errors.Is(err, errHeldNow):
-			a.succeeded()
-			a.contended++
-			if a.contended > 1 {
-				// A read said free, the acquire said held: do not spin.
-				if a.w.NoWait || a.expired() {
-					return nil, a.heldError(a.seen)
-				}
-				if err := a.pollWait(ctx); err != nil {
-					return nil, err
-				}
-			}
-		default:
-			var se *StorageError
-			if !errors.As(err, &se) {
-				return nil, err // *SkipError
-			}
-			if err := a.failed(ctx, se); err != nil {
-				return nil, err
-			}
+		}
+		retry, err := a.settle(ctx, err)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
 			read = false // retry the acquire
 		}
 	}
+}
+
+// settle decides what follows an acquire that did not claim the lease
+// (err, not nil): poll again (retry false, nil), send the acquire again
+// after a failure's backoff (retry true), or give up (an error).
+func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case errors.Is(err, errPausedNow):
+		// The optimistic acquire found the lease paused and gave it
+		// back unclaimed: from now on, poll.
+		a.succeeded()
+		return false, a.giveUpOrWait(ctx, a.seen)
+	case errors.Is(err, errHeldNow):
+		a.succeeded()
+		a.contended++
+		if a.contended > 1 {
+			// A read said free, the acquire said held: do not spin.
+			return false, a.giveUpOrWait(ctx, a.seen)
+		}
+		return false, nil
+	}
+	var se *StorageError
+	if !errors.As(err, &se) {
+		return false, err // *SkipError
+	}
+	return true, a.failed(ctx, se)
+}
+
+// giveUpOrWait is what a contender kept from acquiring does: with NoWait or
+// past the timeout it gives up (a *HeldError naming p's holder, the latest
+// read), otherwise it waits one poll interval (nil) or until ctx ends.
+func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
+	if a.w.NoWait || a.expired() {
+		return a.heldError(p)
+	}
+	return a.pollWait(ctx)
 }
 
 // poll is one poll of a waiting follower: the read p if one was already

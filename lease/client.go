@@ -7,14 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -50,24 +47,6 @@ type ClientConfig struct {
 	// Entra ID through azidentity.DefaultAzureCredential.
 	ConnectionString, AccountKey, SASToken string
 	Logger                                 hclog.Logger
-}
-
-type authMode int
-
-const (
-	authEntra authMode = iota
-	authSharedKey
-	authSAS
-)
-
-func (a authMode) String() string {
-	switch a {
-	case authSharedKey:
-		return "shared key"
-	case authSAS:
-		return "SAS token"
-	}
-	return "Microsoft Entra ID"
 }
 
 // Client is one lease blob: its properties, and the requests an Elector and
@@ -148,41 +127,12 @@ func newClient(cfg ClientConfig) (*Client, error) {
 	}
 
 	c := &Client{container: cfg.Container, blobName: cfg.Blob, log: log.Named("lease")}
-	account, endpoint := cfg.Account, cfg.Endpoint
-	var key, sas string
-	switch {
-	case cfg.ConnectionString != "":
-		cs, err := parseConnectionString(cfg.ConnectionString)
-		if err != nil {
-			return nil, err
-		}
-		account, key, sas = cs.account, cs.key, cs.sas
-		if endpoint == "" {
-			endpoint = cs.endpoint
-		}
-		c.secrets = append(c.secrets, cfg.ConnectionString, cs.key, cs.sas)
-	case cfg.AccountKey != "":
-		if account == "" {
-			return nil, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
-		}
-		key = cfg.AccountKey
-		c.secrets = append(c.secrets, key)
-	case cfg.SASToken != "":
-		sas = strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
-		if sas == "" {
-			return nil, configErr("credentials", "AZURE_STORAGE_SAS_TOKEN is empty")
-		}
-		c.secrets = append(c.secrets, cfg.SASToken, sas)
+	src, err := pickCredentials(cfg)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case key != "":
-		c.auth = authSharedKey
-	case sas != "":
-		c.auth = authSAS
-	default:
-		c.auth = authEntra
-	}
-
+	c.auth, c.secrets = src.auth, src.secrets
+	account, endpoint := src.account, src.endpoint
 	if endpoint == "" {
 		if account == "" {
 			return nil, configErr("storage account", "no account and no endpoint: set AZURE_STORAGE_ACCOUNT (--account) or LEADERRUN_ENDPOINT (--endpoint)")
@@ -203,25 +153,9 @@ func newClient(cfg ClientConfig) (*Client, error) {
 	}
 
 	opts := clientOptions(loopback)
-	var auth azAuth
-	switch c.auth {
-	case authSharedKey:
-		cred, err := blob.NewSharedKeyCredential(account, key)
-		if err != nil {
-			return nil, configErr("credentials", "the account key is not valid base64")
-		}
-		auth.key = cred
-	case authSAS:
-		auth.sas = sas
-	default:
-		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
-		})
-		if err != nil {
-			return nil, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
-				Hint: "no Microsoft Entra ID credential is configured on this host"}
-		}
-		auth.token = cred
+	auth, err := c.sdkAuth(src, opts)
+	if err != nil {
+		return nil, err
 	}
 	api, err := newAzBlob(c.url, containerURL, auth, opts)
 	if err != nil {
@@ -231,21 +165,6 @@ func newClient(cfg ClientConfig) (*Client, error) {
 	c.containerURL, c.azAuth, c.opts = containerURL, auth, opts
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
-}
-
-// newTransport is a bounded HTTP/1.1 transport.
-func newTransport() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
-	tr.TLSHandshakeTimeout = tlsTimeout
-	tr.ResponseHeaderTimeout = headerTimeout
-	tr.ExpectContinueTimeout = time.Second
-	tr.IdleConnTimeout = 60 * time.Second
-	tr.ForceAttemptHTTP2 = false
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	tr.Protocols = &protocols
-	return &http.Client{Transport: tr}
 }
 
 // URL is the blob's URL, without any query string, SAS or credential.
