@@ -348,9 +348,15 @@ func (a *attempt) holding() bool {
 	if a.w.Hold == nil {
 		return false
 	}
-	reason := a.w.Hold()
-	changed := reason != a.reason
-	a.reason = reason
+	return a.heldBack(&a.reason, a.w.Hold())
+}
+
+// heldBack records reason (a hold's or a pause's; "" for none) in *last
+// and, waiting, tells OnHold when it appears or changes. It reports whether
+// the acquire is held back.
+func (a *attempt) heldBack(last *string, reason string) bool {
+	changed := reason != *last
+	*last = reason
 	if reason == "" {
 		return false
 	}

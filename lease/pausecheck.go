@@ -216,21 +216,10 @@ func (a *attempt) checkPause(ctx context.Context) (paused, retry bool, err error
 // pause is first seen or its text changes. It reports whether the lease is
 // paused.
 func (a *attempt) paused(reason string) bool {
-	changed := reason != a.pauseReason
-	a.pauseReason = reason
-	if reason == "" {
-		if changed {
-			a.e.log.Debug("the pause is over")
-		}
-		return false
+	if reason == "" && a.pauseReason != "" {
+		a.e.log.Debug("the pause is over")
 	}
-	if changed {
-		a.e.log.Debug("holding off the acquire", "reason", reason)
-		if a.w.OnHold != nil && !a.w.NoWait {
-			a.w.OnHold(reason)
-		}
-	}
-	return true
+	return a.heldBack(&a.pauseReason, reason)
 }
 
 // pausedAfterAcquire is the optimistic acquire's check, once it has
