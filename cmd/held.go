@@ -115,8 +115,9 @@ func (h *heldRun) start(ctx context.Context) error {
 }
 
 // watch starts the health check and returns the channel on which the lost
-// lease, a failed check and a scheduled event for this VM are reported, each at most once. end stops the
-// check and returns once no check runs any more.
+// lease and a failed check are reported at most once each, a scheduled
+// event for this VM whenever it is due sooner than before (watchEvents). end
+// stops the watch and returns once no check runs any more.
 func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
 	hctx, stopHealth := context.WithCancel(ctx)
 	hc := h.o.health
@@ -151,26 +152,45 @@ func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(
 		}
 	})
 	if h.events != nil {
-		wg.Go(func() {
-			for {
-				select {
-				case <-h.events.appeared(): // at once if one is pending already
-					if ev, ok := h.events.pending(); ok {
-						report(stopCause{event: &ev})
-						return
-					}
-					// Gone again in between: wait for the next one.
-				case <-wctx.Done():
-					return
-				}
-			}
-		})
+		wg.Go(func() { h.watchEvents(wctx, report) })
 	}
 	return ch, func() {
 		stopWatch()
 		stopHealth()
 		wg.Wait()
 	}, nil
+}
+
+// eventRecheck is how often a leader that is stepping down looks again at
+// the pending event: the platform may move NotBefore earlier, or start the
+// event, and SIGKILL must still come stepDownMargin before it.
+const eventRecheck = time.Second
+
+// watchEvents reports the scheduled event that concerns this VM when one
+// appears, and again whenever the pending event may start sooner than the
+// one reported last, until ctx ends.
+func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
+	var last time.Time // StartsBy of the event reported last; zero: none
+	for {
+		wake := h.events.appeared() // at once if one is pending already
+		if !last.IsZero() {
+			wake = nil // reported: look again every eventRecheck
+		}
+		select {
+		case <-wake:
+		case <-time.After(eventRecheck):
+		case <-ctx.Done():
+			return
+		}
+		ev, ok := h.events.pending()
+		if !ok {
+			continue // gone again: wait for the next one
+		}
+		if by := ev.StartsBy(time.Now()); last.IsZero() || by.Before(last) {
+			last = by
+			report(stopCause{event: &ev})
+		}
+	}
 }
 
 // loop handles what happens while COMMAND runs, until it has exited:
@@ -250,6 +270,12 @@ func (h *heldRun) stopUnhealthy(err error) {
 // only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
 	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.killGrace))
+	if h.stepped != nil {
+		// The event moved sooner: only SIGKILL comes forward.
+		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
+		h.proc.Stop(grace)
+		return
+	}
 	if h.lost == nil && h.unhealthy == nil {
 		h.stepped = &ev
 		h.stopHealth()
