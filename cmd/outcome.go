@@ -85,7 +85,8 @@ func decideOutcome(h happened) outcome {
 	code := h.result.Code()
 	switch {
 	case h.unhealthy != nil:
-		return outcome{kind: outcomeUnhealthy, code: exitUnhealthy, recordEnd: true,
+		// The run's end is written only while the lease is still held.
+		return outcome{kind: outcomeUnhealthy, code: exitUnhealthy, recordEnd: lost == nil,
 			err: fmt.Errorf("the health check failed %d times in a row (%s); the command was stopped and the lease released",
 				h.unhealthy.Failures, h.unhealthy.Last)}
 	case lost != nil && h.steppedDown != nil:

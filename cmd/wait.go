@@ -6,6 +6,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -75,6 +76,15 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		return nil, nil
 	case err != nil:
 		return nil, acquireExit(err, waitSig, o)
+	case waitSig != 0:
+		// The signal came as the acquire succeeded: the wait ends as if it
+		// had come a moment sooner, and the lease goes back unused.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if rerr := l.Release(rctx); rerr != nil {
+			log.Warn("could not release the lease; it expires by itself", "error", rerr)
+		}
+		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), o.loc.lease))
 	}
 	return l, nil
 }
