@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -87,16 +86,3 @@ func operatorContext(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, operatorTimeout)
 }
 
-// read builds the client and reads the lease blob's properties once; storage
-// that cannot be read is exit 69.
-func (o *locationOptions) read(ctx context.Context, log hclog.Logger) (*lease.Client, *lease.Properties, error) {
-	client, err := o.client(log)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := client.Properties(ctx)
-	if err != nil {
-		return nil, nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
-	}
-	return client, p, nil
-}

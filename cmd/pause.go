@@ -54,6 +54,9 @@ still start up to one round trip after the pause was written.`,
 			if o.dur < 0 || (c.Flags().Changed("for") && o.dur == 0) {
 				return usagef("invalid --for %s: want more than 0 (leave it out to pause until resume)", o.dur)
 			}
+			if _, err := (lease.Pause{Reason: o.reason}).Metadata(); err != nil {
+				return &usageError{err: err} // before any request
+			}
 			return runPause(c.Context(), a, o)
 		},
 	}

@@ -6,8 +6,10 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"text/tabwriter"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 type leaseView struct {
 	client *lease.Client // the blob NAME (slot 0)
 	l      listedLease
-	date   time.Time // the service's Date of the listing; zero after the fallback read
+	date   time.Time // the service's Date of the listing, or of the fallback read
 }
 
 // view lists the lease's blobs in one request. Storage that lets leaderrun
@@ -33,8 +35,14 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*leaseVie
 		return nil, err
 	}
 	listed, date, lerr := client.List(ctx, o.lease)
+	var se *lease.StorageError
+	if lerr != nil && (!errors.As(lerr, &se) || (se.StatusCode != http.StatusForbidden && se.StatusCode != http.StatusUnauthorized)) {
+		return nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, lerr))
+	}
 	if lerr != nil {
-		log.Debug("cannot list the lease's blobs; reading the lease blob alone", "error", lerr)
+		// Credentials that may read the blob but not list (a SAS for the
+		// lease blob alone): slot 0 only, without pause or done hosts.
+		log.Info("may not list the lease's blobs; reading the lease blob alone", "error", lerr)
 		p, err := client.Properties(ctx)
 		if err != nil {
 			return nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))

@@ -128,7 +128,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, 
 		}
 		se := c.mapError("list blobs", err)
 		if se.kind == kindContainerMissing {
-			return nil, ans.Date, nil
+			return nil, errorDate(err), nil
 		}
 		return nil, time.Time{}, se
 	}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -72,8 +73,12 @@ func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 		if se.kind != kindContainerMissing {
 			return time.Time{}, se
 		}
-		if err := m.ensureBlob(rctx, true); err != nil {
-			return time.Time{}, err
+		// Create the container only: an empty marker blob would be an
+		// open-ended pause if the write below then failed.
+		if _, err := m.api.createContainer(rctx); err != nil {
+			if se := m.mapError("create container", err); se.kind != kindExists {
+				return time.Time{}, se
+			}
 		}
 		if ans, err = m.api.putBlob(rctx, md); err != nil {
 			return time.Time{}, m.mapError("write pause marker", err)
@@ -150,14 +155,15 @@ func (a *attempt) startPauseRead(ctx context.Context) *pauseRead {
 }
 
 // wait returns the read's answer once it has come: the pause's text ("" if
-// not paused) or a failure (*StorageError or a context error). A refusal
-// (403 and the like) reads as not paused, with one warning per Acquire.
+// not paused) or a failure (*StorageError or a context error). Credentials
+// that may not read the marker (401, 403) read as not paused, with one
+// warning per Acquire.
 func (r *pauseRead) wait(a *attempt) (string, error) {
 	if r == nil {
 		return "", nil
 	}
 	<-r.done
-	if se := asStorageError(r.err); se != nil && !se.Transient() {
+	if se := asStorageError(r.err); se != nil && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
 		if !a.pauseRefused {
 			a.pauseRefused = true
 			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", se)

@@ -38,8 +38,7 @@ func jitter(d time.Duration, frac float64) time.Duration {
 }
 
 // failureRun counts consecutive failed tries; a success ends the run
-// (reset). It is client-go's wait.Backoff.Step for callers whose loop is
-// shaped by deadlines of their own.
+// (reset). Its callers' loops are shaped by deadlines of their own.
 type failureRun struct {
 	n     int       // failures in the run
 	since time.Time // when the run's first failed request was sent

@@ -140,7 +140,11 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 		if skip != nil {
 			return nil, skip
 		}
-		if len(free) > 0 && !a.holding() && !a.paused(v.pause) {
+		// Another slot held by this host (--once-per-host): wait for its
+		// run, which may write the done marker, rather than claim a slot
+		// only to give it back.
+		sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
+		if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pause) {
 			l, err := a.trySlots(ctx, v, free)
 			if l != nil || err != nil {
 				return l, err
