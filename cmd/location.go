@@ -85,4 +85,3 @@ func operatorContext(ctx context.Context) (context.Context, context.CancelFunc) 
 	}
 	return context.WithTimeout(ctx, operatorTimeout)
 }
-
