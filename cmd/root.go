@@ -104,7 +104,7 @@ workload identity, service principal, Azure CLI login).
 Exit status: COMMAND's own; 128+N when signal N ended COMMAND or the wait;
 0 when --once-per, --once or --once-per-host skipped the run; 64 usage
 error; 69 storage unreachable, unauthorized or refused; 75 (-E) lease held by
-another, or not acquired while a scheduled event concerns this VM; 76
+another, paused, or not acquired while a scheduled event concerns this VM; 76
 leadership lost while COMMAND ran, or stepped down for a scheduled event; 77
 health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
