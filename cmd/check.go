@@ -65,6 +65,14 @@ usual 64 and 69.`,
 		},
 	}
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return checkUsage(err) })
+	// The log flags are the root's, checked before RunE: a bad one is
+	// UNKNOWN here too, not leaderrun's usual 64.
+	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := a.setupLog(c); err != nil {
+			return checkUsage(err)
+		}
+		return nil
+	}
 	o.loc.addFlags(c.Flags())
 	c.Flags().DurationVar(&o.maxAge, "max-age", 0, "CRITICAL unless a run ended with status 0 less than this long ago (required)")
 	return c

@@ -39,6 +39,7 @@ func TestCheckUsageIsUnknown(t *testing.T) {
 		{"missing lease", []string{"check", "--max-age", "1h"}, "missing lease name"},
 		{"unknown flag", []string{"check", "-l", "job", "--max-age", "1h", "--bogus"}, "unknown flag: --bogus"},
 		{"extra argument", []string{"check", "-l", "job", "--max-age", "1h", "extra"}, "unexpected arguments"},
+		{"bad log level", []string{"check", "-l", "job", "--max-age", "1h", "--log-level", "bogus"}, `invalid --log-level "bogus"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
