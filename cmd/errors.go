@@ -76,10 +76,15 @@ func holderText(holder string, since time.Time) string {
 // touched: its *runner.ExecError says 127 (not found) or 126 (not
 // executable).
 func execExit(err error, o *runOptions) error {
-	code := exitNotExec
+	return exitWith(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.loc.lease))
+}
+
+// execCode is the exit status for a COMMAND that cannot be started: 127
+// not found, 126 not executable.
+func execCode(err error) int {
 	var ee *runner.ExecError
 	if errors.As(err, &ee) {
-		code = ee.Code
+		return ee.Code
 	}
-	return exitWith(code, fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.loc.lease))
+	return exitNotExec
 }

@@ -101,11 +101,7 @@ func (h *heldRun) start(ctx context.Context) error {
 	p, err := h.hs.start(h.env, l.KillBy())
 	if err != nil {
 		// Looked up before acquiring: the command changed since.
-		code := exitNotExec
-		var ee *runner.ExecError
-		if errors.As(err, &ee) {
-			code = ee.Code
-		}
+		code := execCode(err)
 		h.recordEnd(ctx, code)
 		return exitWith(code, err)
 	}

@@ -34,9 +34,6 @@ func (o *slotOptions) complete() error {
 	if o.n < 1 || o.n > lease.MaxSlots {
 		return usagef("invalid --slots %d: use 1 to %d", o.n, lease.MaxSlots)
 	}
-	if o.once && o.n > 1 {
-		return usagef("--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", o.n)
-	}
 	if o.oncePerHost && o.host == "" {
 		o.host = hostname()
 	}

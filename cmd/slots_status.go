@@ -53,15 +53,11 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*leaseVie
 		}
 		return &leaseView{client: client, l: l, date: p.Date}, nil
 	}
-	var blobs []listedBlob
-	for _, b := range listed {
-		if lease.ParseBlobName(b.Name).Lease == o.lease {
-			blobs = append(blobs, listedBlob{Name: b.Name, State: b.Props.State, Metadata: b.Props.Metadata})
-		}
-	}
 	v := &leaseView{client: client, l: listedLease{Name: o.lease, SlotCount: 1}, date: date}
-	if g := groupListing(blobs, date, v.blobURL); len(g) == 1 {
-		v.l = g[0]
+	for _, g := range groupListing(toListedBlobs(listed), date, v.blobURL) {
+		if g.Name == o.lease { // the prefix may hold other leases
+			v.l = g
+		}
 	}
 	return v, nil
 }

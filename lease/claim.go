@@ -57,7 +57,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if withinWindow(&at, a.w.OncePer) {
 			return skipError(p, a.w.OncePer)
 		}
-		if err := a.claimCheck(p); err != nil {
+		if err := a.pollCheck(p); err != nil { // on the metadata as of the acquire
 			return err // once.go: --once, or another --slots recorded
 		}
 		stored, err := parseTerm(p.Metadata[mdTerm])

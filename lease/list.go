@@ -134,11 +134,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, 
 	}
 	out := make([]Listed, 0, len(blobs))
 	for _, b := range blobs {
-		state := StateAvailable
-		if b.LeaseState != "" {
-			state = State(b.LeaseState)
-		}
-		p := newProperties(state, b.Metadata, ans.Date)
+		p := PropertiesOf(State(b.LeaseState), b.Metadata, ans.Date)
 		p.etag = b.ETag
 		out = append(out, Listed{Name: b.Name, Props: p})
 	}

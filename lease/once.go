@@ -94,10 +94,6 @@ func (a *attempt) pollCheck(p *Properties) error {
 	return nil
 }
 
-// claimCheck is pollCheck on the metadata as of the acquire; the claim
-// releases the lease if it fails.
-func (a *attempt) claimCheck(p *Properties) error { return a.pollCheck(p) }
-
 // doneMarkerClient is the client of this host's done marker.
 func doneMarkerClient(c *Client, host string) (*Client, error) {
 	return c.Sibling(DoneBlob(leaseName(c.blobName), host))
