@@ -39,11 +39,17 @@ type Counts struct {
 	// an injected error, reset, or held in a black hole (counted on arrival,
 	// even if later answered 503 or dropped).
 	Injected int64
+
+	// Lost counts the requests forwarded whose answer was lost
+	// (Mode.LoseAnswer); Throttled those refused by Mode.Throttle (also
+	// counted in Injected).
+	Lost, Throttled int64
 }
 
 // counter accumulates Counts; it is guarded by Proxy.mu.
 type counter struct {
 	reads, writes, injected int64
+	lost, throttled         int64
 	byOp                    map[string]int64
 }
 
@@ -102,10 +108,12 @@ func (p *Proxy) Counts() Counts {
 		byOp = map[string]int64{}
 	}
 	return Counts{
-		Reads:    p.counts.reads,
-		Writes:   p.counts.writes,
-		ByOp:     byOp,
-		Injected: p.counts.injected,
+		Reads:     p.counts.reads,
+		Writes:    p.counts.writes,
+		ByOp:      byOp,
+		Injected:  p.counts.injected,
+		Lost:      p.counts.lost,
+		Throttled: p.counts.throttled,
 	}
 }
 

@@ -58,7 +58,11 @@ type Proxy struct {
 	wake   chan struct{} // closed and replaced by every Set
 	held   int           // requests held in the black hole now
 	counts counter
-	closed bool
+	// lost counts down Mode.LoseAnswer.Count; buckets are Mode.Throttle's
+	// (its own lock: taken under mu, never the other way round).
+	lost    loseLeft
+	buckets *buckets
+	closed  bool
 }
 
 // New starts a proxy on 127.0.0.1 (a free port) that forwards to target, an
@@ -138,6 +142,8 @@ func (p *Proxy) Set(m Mode) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mode = m
+	p.lost = loseLeft{n: m.LoseAnswer.Count, counted: m.LoseAnswer.Count > 0}
+	p.buckets = &buckets{t: m.Throttle, m: map[string]*bucket{}}
 	close(p.wake)
 	p.wake = make(chan struct{})
 }

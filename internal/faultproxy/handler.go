@@ -28,9 +28,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.handlers.Add(1)
 	m := p.mode
 	p.counts.add(r)
-	fail := !m.Reset && !m.BlackHole && rand.Float64() < m.errorRate()
-	if m.Reset || m.BlackHole || fail {
+	throttled := !p.buckets.take(r.URL.Path, time.Now())
+	fail := !throttled && !m.Reset && !m.BlackHole && rand.Float64() < m.errorRate()
+	lose := !throttled && !m.Reset && !m.BlackHole && !fail && p.lose(m, r)
+	if throttled || m.Reset || m.BlackHole || fail {
 		p.counts.injected++
+	}
+	if throttled {
+		p.counts.throttled++
+	}
+	if lose {
+		p.counts.lost++
 	}
 	p.mu.Unlock()
 	defer p.handlers.Done()
@@ -42,6 +50,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	defer context.AfterFunc(p.ctx, cancel)()
 
 	switch {
+	case throttled:
+		code := codeForStatus(m.Throttle.status())
+		if validCode(m.Throttle.Code) {
+			code = m.Throttle.Code
+		}
+		writeAzureError(w, r, m.Throttle.status(), code)
 	case m.Reset:
 		resetConn(w)
 	case m.BlackHole:
@@ -52,6 +66,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if fail {
 			writeAzureError(w, r, m.errorStatus(), m.errorCode())
+			return
+		}
+		if lose {
+			p.forwardAndLose(w, r.WithContext(ctx), m.LoseAnswer)
 			return
 		}
 		p.forward(ctx, w, r)

@@ -8,8 +8,8 @@ import (
 // Mode says which faults the proxy injects. The zero Mode forwards every
 // request untouched.
 //
-// When several fields are set, Reset wins over BlackHole, and BlackHole over
-// Latency and ErrorRate. Latency is waited before an injected error as well as
+// When several fields are set, Throttle is judged first, then Reset wins
+// over BlackHole, and BlackHole over Latency, ErrorRate and LoseAnswer. Latency is waited before an injected error as well as
 // before forwarding, so Latency with ErrorRate models a slow, flaky service.
 type Mode struct {
 	// BlackHole accepts connections and requests but answers nothing and
@@ -61,6 +61,15 @@ type Mode struct {
 	// ErrorStatus, for example "LeaseIdMismatchWithBlobOperation" with 412.
 	// Only ASCII letters and digits are allowed; anything else is ignored.
 	ErrorCode string
+
+	// LoseAnswer forwards some requests and loses their answers (a write
+	// applied, its answer 500 or never sent): see LoseAnswer. It applies
+	// to requests that pass the faults above.
+	LoseAnswer LoseAnswer
+
+	// Throttle refuses requests to a blob beyond a rate, before anything
+	// else is judged: see Throttle.
+	Throttle Throttle
 }
 
 // latency is the wait Latency asks for.
