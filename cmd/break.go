@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,18 +16,17 @@ type breakOptions struct {
 	slot int // --slot; -1: not given
 }
 
-// defaultBreakPeriod is used when the holder did not record its lease
-// duration: the shortest lease Azure grants.
-const defaultBreakPeriod = 15 * time.Second
-
 func newBreakCmd(a *app) *cobra.Command {
 	o := &breakOptions{}
 	c := &cobra.Command{
 		Use:   "break -l NAME [--now]",
 		Short: "Break a stuck lease (operator action)",
-		Long: `break ends the current lease on NAME. By default the break period equals the
-lease duration the holder recorded (15s if none), so the holder's next renewal
-fails and it stops its command before any other host can acquire the lease.
+		Long: `break ends the current lease on NAME. By default it sends no break period:
+the storage service frees the lease when the holder's current lease period
+ends (at most one lease duration, 60s), the very bound the holder's stop
+deadline is built on. So the holder's next renewal fails and it stops its
+command before any other host can acquire the lease, whatever its metadata
+records. The log says when the lease will be free, as the service answered.
 
 --now breaks with period 0: the lease is free at once, and the old holder's
 command may still run for up to one lease duration next to the new holder's.
@@ -38,8 +36,8 @@ Breaking a lease that is not held does nothing and exits 0.
 
 A lease used with --slots N > 1 has one lease per slot: --slot I breaks slot
 I alone; without --slot, break breaks every slot that is held (each with the
-period its holder recorded), since an operator who breaks NAME means all of
-its holders.`,
+same safe break), since an operator who breaks NAME means all of its
+holders.`,
 		Example: `  leaderrun break -l cron/report
   leaderrun break -l cron/report --now   # the old holder is known to be dead
   leaderrun break -l patch/2026-11 --slot 1`,
@@ -77,33 +75,31 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 }
 
 // breakHolder breaks the lease that p (a read of client's blob) shows
-// held: with period 0 if now, else with the lease duration its holder
-// recorded (15s if none), so that the holder stops its command before
-// anyone can acquire. `break` (each slot) and `pause --drain` share it;
-// name is how the log names the lease.
+// held: with period 0 if now, else with no period, so that the service
+// frees it when the holder's current period ends and the holder stops its
+// command before anyone can acquire. `break` (each slot) and `pause
+// --drain` share it; name is how the log names the lease.
 func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Properties, name string, now bool) error {
 	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil
 	}
-	period := p.LeaseDuration
-	if period <= 0 {
-		period = defaultBreakPeriod
-	}
+	period := lease.BreakAtPeriodEnd
 	if now {
 		period = 0
 		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
 			"lease", name, "holder", p.Holder)
 	}
-	if err := client.Break(rctx, period); errors.Is(err, lease.ErrNotLeased) {
+	freeIn, err := client.BreakLease(rctx, period)
+	if errors.Is(err, lease.ErrNotLeased) {
 		a.log.Info("lease is not held; nothing to break", "lease", name)
 		return nil
 	} else if err != nil {
 		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
 	}
-	if period > 0 {
+	if !now && freeIn > 0 {
 		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", name,
-			"holder", p.Holder, "term", p.Term, "free_in", period)
+			"holder", p.Holder, "term", p.Term, "free_in", freeIn)
 	} else {
 		a.log.Info("lease broken", "lease", name, "holder", p.Holder, "term", p.Term)
 	}

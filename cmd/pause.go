@@ -106,7 +106,7 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 		return nil
 	}
 	// The drain is `leaderrun break` without --now: every held slot, each
-	// with the period its holder recorded.
+	// broken safely (no period: free when the holder's period ends).
 	return runBreak(ctx, a, &breakOptions{loc: o.loc, slot: -1})
 }
 

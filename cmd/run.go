@@ -32,6 +32,8 @@ type runOptions struct {
 	killSignal    string
 	killGrace     time.Duration
 	oncePer       time.Duration
+	storageTime   time.Duration // --storage-timeout
+	splay         time.Duration
 	health        runner.HealthConfig
 	events        eventsOptions
 	slots         slotOptions // slots.go: --slots, --once, --once-per-host
@@ -53,6 +55,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&o.oncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
+	fs.DurationVar(&o.storageTime, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
+	fs.DurationVar(&o.splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	o.slots.addFlags(fs)
 	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
 	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
@@ -100,11 +104,14 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	for name, d := range map[string]time.Duration{
 		"--timeout": o.timeout, "--renew-interval": o.renewInterval, "--poll-interval": o.pollInterval,
-		"--kill-grace": o.killGrace, "--once-per": o.oncePer,
+		"--kill-grace": o.killGrace, "--once-per": o.oncePer, "--splay": o.splay,
 	} {
 		if d < 0 {
 			return usagef("invalid %s %s: must not be negative", name, d)
 		}
+	}
+	if o.storageTime <= 0 {
+		return usagef("invalid --storage-timeout %s: must be positive", o.storageTime)
 	}
 	if fs.Changed("poll-interval") && o.pollInterval == 0 {
 		return usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")

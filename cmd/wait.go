@@ -7,12 +7,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"syscall"
 	"time"
 
 	"github.com/leaderrun/leaderrun/lease"
 )
+
+// splay waits a random time in [0, d) before the first request, so that a
+// fleet whose clocks start it in the same second spreads out. It reports
+// false if ctx ended first (a terminating signal).
+func splay(ctx context.Context, a *app, d time.Duration) bool {
+	wait := rand.N(d)
+	a.log.Debug("splay: waiting before the first request", "wait", wait)
+	return !waitOrDone(ctx, wait)
+}
+
+// waitOrDone waits d, or less if ctx ends first, and reports whether ctx
+// ended.
+func waitOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // waitForLease acquires the lease; a terminating signal ends the wait at
 // once. It returns a nil lease when --once-per skips the run. While a
@@ -38,11 +61,20 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 			}
 		}
 	}()
+	if o.splay > 0 && !splay(waitCtx, a, o.splay) {
+		cancelWait()
+		<-waitDone
+		if waitSig == 0 {
+			return nil, ctx.Err()
+		}
+		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
+	}
 	l, err := e.Acquire(waitCtx, lease.WaitOptions{
-		NoWait:  o.noWait,
-		Timeout: o.timeout,
-		OncePer: o.oncePer,
-		Once:    o.slots.once,
+		NoWait:         o.noWait,
+		Timeout:        o.timeout,
+		StorageTimeout: o.storageTime,
+		OncePer:        o.oncePer,
+		Once:           o.slots.once,
 		// --once-per-host: "" when off
 		OncePerHost: o.slots.oncePerHostName(),
 		OnTry:       hs.prepare,

@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// giveUpAfter: Acquire gives up after this much consecutive failure to
-// reach the storage.
-const giveUpAfter = 10 * time.Second
+// DefaultStorageTimeout is how long Acquire retries storage failures in a
+// row when neither WaitOptions.Timeout nor StorageTimeout says otherwise.
+const DefaultStorageTimeout = time.Minute
 
 // attempt is the state of one Acquire call.
 type attempt struct {
@@ -28,6 +28,9 @@ type attempt struct {
 	// with the same ID is idempotent, so a lost answer cannot make us
 	// wait for our own lease.
 	leaseID string
+	// nonce is written with the claim (mdClaim): a claim whose answer was
+	// lost is recognised as ours when it is read back (claim.go).
+	nonce string
 	// unsure: an acquire with leaseID may have succeeded unseen (or a
 	// release failed); cleanup releases it.
 	unsure bool
@@ -51,16 +54,12 @@ var errHeldNow = errors.New("lease: held (acquire refused)")
 // finds the lease free, an acquire then, and so on until the lease is
 // claimed or the attempt gives up.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
-	var (
-		free *Properties // the latest poll read, which found the lease free
-		next *Properties // a read already made that serves as the next poll
-	)
-	read := false // the first step is one optimistic acquire
+	var free *Properties // the latest poll read, which found the lease free
+	read := false        // the first step is one optimistic acquire
 	for {
 		if read {
 			var err error
-			free, err = a.poll(ctx, next)
-			next = nil
+			free, err = a.poll(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -77,13 +76,10 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			read = true
 			continue
 		}
-		// An optimistic acquire goes with concurrent reads of the blob and
-		// of the pause marker; a follower's acquire comes with the poll
-		// read that found the lease free, after a read of the marker.
-		var (
-			pr    *pendingRead
-			pause *pauseRead
-		)
+		// An optimistic acquire goes alone (its reads follow if it
+		// succeeds, see try); a follower's acquire comes with the poll read
+		// that found the lease free, after a read of the marker.
+		var pr *pendingRead
 		if read {
 			paused, retry, err := a.checkPause(ctx)
 			switch {
@@ -98,22 +94,8 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				continue
 			}
 			pr = readDone(free)
-		} else {
-			pr, pause = a.startRead(ctx), a.startPauseRead(ctx)
 		}
-		l, err := a.try(ctx, pr, pause)
-		if !read && errors.Is(err, errHeldNow) {
-			// The read sent with the refused acquire is the first poll,
-			// if it saw the lease held (else it raced a release: read again).
-			if p := pr.wait(); p != nil && p.State.held() {
-				next = p
-			}
-			if reason, perr := pause.wait(a); perr == nil {
-				a.paused(reason) // so that --no-wait says why
-			}
-		}
-		pr.abandon()
-		pause.abandon()
+		l, err := a.try(ctx, pr)
 		read = true
 		if err == nil {
 			return l, nil
@@ -166,19 +148,16 @@ func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// poll is one poll of a waiting follower: the read p if one was already
-// made, else a read of its own. It returns the read if it found the lease
-// free; nil to poll again (after a failure's backoff, or a poll interval
-// while the lease is held); an error to give up with.
-func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) {
-	if p == nil {
-		rctx, cancel := a.requestCtx(ctx)
-		var err error
-		p, err = a.e.c.getProperties(rctx)
-		cancel()
-		if err != nil {
-			return nil, a.failed(ctx, err)
-		}
+// poll is one poll of a waiting follower (or the read of a contender
+// whose optimistic acquire was refused): one read. It returns the read if
+// it found the lease free; nil to poll again (after a failure's backoff, or
+// a poll interval while the lease is held); an error to give up with.
+func (a *attempt) poll(ctx context.Context) (*Properties, error) {
+	rctx, cancel := a.requestCtx(ctx)
+	p, err := a.e.c.getProperties(rctx)
+	cancel()
+	if err != nil {
+		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
 	if err := a.pollCheck(p); err != nil {
@@ -188,7 +167,7 @@ func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) 
 		return p, nil
 	}
 	a.contended = 0
-	if withinWindow(p, a.w.OncePer) {
+	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return nil, skipError(p, a.w.OncePer)
 	}
 	a.seen = p
@@ -200,12 +179,17 @@ func (a *attempt) poll(ctx context.Context, p *Properties) (*Properties, error) 
 }
 
 // try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, claims the term: see claim. pr is a read made before or
-// with the acquire, which the claim uses instead of a read of its own if
-// the blob has not changed since; it is never nil. pause, when not nil, is
-// the read of the pause marker sent with the acquire: the lease is given
-// back unclaimed (errPausedNow) if it says paused, or if it failed.
-func (a *attempt) try(ctx context.Context, pr *pendingRead, pause *pauseRead) (*Lease, error) {
+// if it succeeds, claims the term: see claim. pr, when not nil, is the poll
+// read that found the lease free, which the claim uses instead of a read of
+// its own if the blob has not changed since. When nil (the optimistic
+// acquire), the blob and its pause marker are read once the acquire has
+// succeeded, together: the lease is given back unclaimed (errPausedNow) if
+// the marker says paused, or if its read failed.
+//
+// A claim that failed for a reason that may be transient keeps the lease
+// (unsure): the write may have landed unanswered, and the next try
+// re-acquires with the same lease ID and finds its own nonce (claim.go).
+func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	c, cfg := a.e.c, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
@@ -229,13 +213,24 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead, pause *pauseRead) (*
 		return nil, se
 	}
 	a.unsure = true
-	if err := a.pausedAfterAcquire(pause); err != nil {
-		a.releaseQuietly(ctx)
-		return nil, err
+	rtt := time.Since(sent)
+	if pr == nil {
+		pr = a.startRead(ctx)
+		pause := a.startPauseRead(ctx)
+		err := a.pausedAfterAcquire(pause)
+		pause.abandon()
+		if err != nil {
+			pr.abandon()
+			a.releaseQuietly(ctx)
+			return nil, err
+		}
 	}
+	defer pr.abandon()
 	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
-	if err := a.claim(ctx, l, reusable(pr, ans, sent)); err != nil {
-		a.releaseQuietly(ctx)
+	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
+		if se := asStorageError(err); se == nil || !se.Transient() || !l.stopAt().After(time.Now()) {
+			a.releaseQuietly(ctx)
+		}
 		return nil, err
 	}
 	a.unsure = false
@@ -295,7 +290,11 @@ func (a *attempt) requestDeadline() time.Time {
 }
 
 // failed records a storage failure. It returns the error to give up with,
-// or nil after sleeping a backoff.
+// or nil after waiting a full-jitter backoff. The budget for failures in a
+// row is the wait's deadline (Timeout) if there is one, else
+// StorageTimeout: a throttled fleet keeps trying, spread out, instead of
+// giving up on the first 503. Retries are logged at debug level only: a
+// failure that outlasts the budget gets its one line from the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -307,15 +306,18 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 	if !se.Transient() {
 		return se
 	}
-	now := time.Now()
-	delay := a.failures.add(a.reqStart)
+	a.failures.count(a.reqStart)
 	if a.expired() && a.seen != nil {
 		return a.heldError(a.seen) // the wait is over; the last thing known is a holder
 	}
-	if now.Sub(a.failures.since) >= giveUpAfter || a.expired() {
+	if a.expired() || (a.deadline.IsZero() && time.Since(a.failures.since) >= a.w.StorageTimeout) {
 		return se
 	}
-	a.e.log.Warn("storage request failed, retrying", "error", se, "retry_in", delay)
+	delay := fullJitter(a.failures.n)
+	if a.deadline.IsZero() {
+		delay = min(delay, time.Until(a.failures.since.Add(a.w.StorageTimeout)))
+	}
+	a.e.log.Debug("storage request failed, retrying", "error", se, "retry_in", delay)
 	return a.sleep(ctx, delay)
 }
 

@@ -162,8 +162,12 @@ func (a *azBlob) breakLease(ctx context.Context, periodSeconds int) (answer, err
 	if err != nil {
 		return answer{}, err
 	}
-	period := int32(periodSeconds)
-	r, err := l.BreakLease(ctx, &azlease.BlobBreakOptions{BreakPeriod: &period})
+	var opts azlease.BlobBreakOptions
+	if periodSeconds >= 0 {
+		period := int32(periodSeconds)
+		opts.BreakPeriod = &period
+	}
+	r, err := l.BreakLease(ctx, &opts)
 	if err != nil {
 		return answer{}, err
 	}

@@ -276,7 +276,8 @@ func TestAzuriteErrors(t *testing.T) {
 		c := azuriteClient(t, ClientConfig{Account: parsed.account, AccountKey: testKey, Endpoint: parsed.endpoint,
 			Container: container, Blob: "lock"})
 		start := time.Now()
-		_, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
+		const budget = 3 * time.Second
+		_, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true, StorageTimeout: budget})
 		var se *StorageError
 		if !errors.As(err, &se) || !errors.Is(err, ErrUnavailable) || se.StatusCode != 403 || se.Transient() {
 			t.Fatalf("err = %v, want a 403 StorageError", err)
@@ -299,14 +300,15 @@ func TestAzuriteErrors(t *testing.T) {
 			t.Errorf("Properties: %v after %v, want ErrUnavailable at once", err, time.Since(start))
 		}
 		start = time.Now()
-		_, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
+		const budget = 3 * time.Second
+		_, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true, StorageTimeout: budget})
 		d := time.Since(start)
 		var se *StorageError
 		if !errors.As(err, &se) || se.StatusCode != 0 || !se.Transient() {
 			t.Fatalf("Acquire: %v, want an unreachable StorageError", err)
 		}
-		if d < giveUpAfter || d > giveUpAfter+5*time.Second {
-			t.Errorf("Acquire gave up after %v, want about %v", d, giveUpAfter)
+		if d < budget || d > budget+5*time.Second {
+			t.Errorf("Acquire gave up after %v, want about %v", d, budget)
 		}
 	})
 

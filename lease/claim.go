@@ -51,6 +51,12 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 				return &StorageError{Op: "get properties", StatusCode: 404, Code: codeBlobNotFound, kind: kindTransient}
 			}
 		}
+		if a.ownClaim(p) {
+			// Our claim landed, though its answer was lost: it stands.
+			a.e.log.Debug("found our own claim: its answer was lost", "term", p.Term)
+			a.adopt(l, p)
+			return nil
+		}
 		now := maxTime(p.Date, l.AcquiredAt)
 		at := *p
 		at.Date = now
@@ -82,12 +88,24 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
 			mdAcquiredAt:    formatTime(acquiredAt),
 			mdVersion:       cfg.Version,
+			mdClaim:         a.nonce,
 		})
 		md = withSlots(md, cfg.Slots)
 		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
 			a.e.log.Debug("the blob changed since it was read: reading it again")
+			p, ifMatch = nil, ""
+			continue
+		}
+		if se := asStorageError(err); se != nil && se.Transient() && rctx.Err() == nil {
+			// The write may have landed with its answer lost: only a read
+			// tells. It shows our nonce if it did; if not, the write is
+			// sent again on the version read.
+			a.e.log.Debug("the claim's answer was lost: reading it back", "error", se)
+			if waitFor(rctx.Done(), backoff(1)) {
+				return err
+			}
 			p, ifMatch = nil, ""
 			continue
 		}
@@ -101,19 +119,36 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	}
 }
 
-// minReadGrace: how long past the acquire's answer try waits at least for
-// the read sent with it (see reusable).
+// ownClaim reports whether p's metadata holds this attempt's claim: a
+// claim of ours that landed.
+func (a *attempt) ownClaim(p *Properties) bool {
+	return a.nonce != "" && p != nil && p.Metadata[mdClaim] == a.nonce
+}
+
+// adopt takes over the term that our own claim, found in p, wrote.
+func (a *attempt) adopt(l *Lease, p *Properties) {
+	l.Term = p.Term
+	if at := p.AcquiredAt; !at.IsZero() {
+		l.AcquiredAt = at
+	}
+	l.meta = p.Metadata
+	l.runStartRecorded = p.Metadata[mdLastRunStart] != ""
+	l.sawDate(p.Date)
+}
+
+// minReadGrace: how long try waits at least for the read sent right after
+// the acquire (see reusable).
 const minReadGrace = 100 * time.Millisecond
 
 // reusable returns pr's read if it shows the blob exactly as the acquire
-// answered, ans: same ETag. A read still in flight is waited for as long
-// again as the acquire took (at least minReadGrace), then left for a read
-// of the claim's own. nil: not reusable.
-func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
+// answered, ans: same ETag. A read still in flight is waited for twice as
+// long as the acquire took (rtt), at least minReadGrace, from when it was
+// sent; then it is left for a read of the claim's own. nil: not reusable.
+func reusable(pr *pendingRead, ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() {
 		return nil
 	}
-	p := pr.waitFor(max(time.Since(sent), minReadGrace))
+	p := pr.waitFor(time.Until(pr.sent.Add(max(2*rtt, minReadGrace))))
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}
@@ -125,6 +160,7 @@ func reusable(pr *pendingRead, ans answer, sent time.Time) *Properties {
 type pendingRead struct {
 	done   chan struct{} // closed when p is set
 	p      *Properties   // nil if the read failed
+	sent   time.Time     // when the read was sent (zero: made before)
 	cancel context.CancelFunc
 }
 
@@ -132,7 +168,7 @@ type pendingRead struct {
 // the attempt.
 func (a *attempt) startRead(ctx context.Context) *pendingRead {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	r := &pendingRead{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
 	go func() {
 		defer close(r.done)
 		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used

@@ -266,13 +266,21 @@ func errorDate(err error) time.Time {
 	return t.UTC()
 }
 
-// Break breaks the blob's lease, whoever holds it (no lease ID needed). The
-// lease stays unacquirable for period (0–60 s, whole seconds), or for what is
-// left of it if that is shorter, so that with period ≥ the holder's lease
-// duration the holder notices (its renewals fail) and stops its child before
-// anyone else can acquire. With period 0 the lease is broken at once: the old
-// holder's child may still run while a new holder starts. No lease to break
-// is an error wrapping ErrNotLeased.
+// BreakAtPeriodEnd, as Break's period, sends no break period: the service
+// then frees the lease when the holder's current lease period ends. That is
+// the bound the holder's stop deadline is built on, so the holder notices
+// (its next renewal is refused) and stops its child before anyone else can
+// acquire — whatever duration the metadata records, even between a new
+// holder's acquire and its claim.
+const BreakAtPeriodEnd time.Duration = -1
+
+// Break breaks the blob's lease, whoever holds it (no lease ID needed). With
+// BreakAtPeriodEnd the lease is free when the holder's current period ends
+// (the safe break). With a period (0–60 s, whole seconds) the service frees
+// it after the shorter of that period and what is left of the holder's:
+// shorter than the holder's lease, the old holder's child may still run
+// while a new holder starts; with period 0 the lease is broken at once. No
+// lease to break is an error wrapping ErrNotLeased.
 func (c *Client) Break(ctx context.Context, period time.Duration) error {
 	_, err := c.BreakLease(ctx, period)
 	return err
@@ -281,12 +289,16 @@ func (c *Client) Break(ctx context.Context, period time.Duration) error {
 // BreakLease is Break, and also returns how long until the lease is broken,
 // as the service reports it.
 func (c *Client) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
-	if period < 0 || period > MaxDuration || period%time.Second != 0 {
+	if period != BreakAtPeriodEnd && (period < 0 || period > MaxDuration || period%time.Second != 0) {
 		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	resp, err := c.api.breakLease(rctx, int(period/time.Second))
+	seconds := -1 // no period
+	if period != BreakAtPeriodEnd {
+		seconds = int(period / time.Second)
+	}
+	resp, err := c.api.breakLease(rctx, seconds)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()

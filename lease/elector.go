@@ -41,6 +41,11 @@ func (e *Elector) Config() Config { return e.cfg }
 type WaitOptions struct {
 	NoWait  bool          // try once: held by someone else → *HeldError
 	Timeout time.Duration // 0 waits for ever; on expiry → *HeldError
+	// StorageTimeout is how long storage failures in a row (throttling,
+	// 5xx, timeouts, network) are retried before Acquire gives up with the
+	// last one, when Timeout is 0; with a Timeout, its deadline is the
+	// budget instead. 0 means DefaultStorageTimeout.
+	StorageTimeout time.Duration
 	// OncePer skips (a *SkipError) when a run started less than OncePer ago
 	// by the service's clock: found after acquiring (the lease is released
 	// first), or, as a contender, on the current holder's run (even with
@@ -93,17 +98,20 @@ type WaitOptions struct {
 // (its Reason set when Hold kept it off);
 // *SkipError (ErrSkipped) for a once-per skip; *StorageError
 // (ErrUnavailable) when the storage refuses (400, 401, 403, …: at once) or
-// cannot be reached for 10 s in a row (network, 408, 429, 5xx: retried with
-// backoff); ctx.Err() when ctx ends (promptly, whatever is in flight).
+// cannot be reached within its budget (network, 408, 429, 5xx: retried with
+// capped exponential backoff and full jitter, for StorageTimeout or until
+// Timeout); ctx.Err() when ctx ends (promptly, whatever is in flight).
 //
 // Followers poll with reads: after one optimistic acquire, a waiting
 // follower reads the blob's properties every PollInterval (±20 %) and sends
 // an acquire only when the lease is neither leased nor breaking.
 //
-// Round trips: the optimistic acquire goes out together with a read of the
-// blob, so a free lease costs two round trips (acquire and read, then the
-// write of the new term) and a held one a single round trip before
-// NoWait's *HeldError; a follower's handover reuses the poll read that
+// Requests: the optimistic acquire goes out alone, so that a contender that
+// loses costs the blob two requests (the refused acquire, then one read to
+// learn who holds it and since when) and a fleet starting in the same
+// second does not triple its own load. A free lease costs three round
+// trips (acquire; the blob's and the pause marker's reads together; the
+// write of the new term); a follower's handover reuses the poll read that
 // found the lease free (acquire, then the write). See claim for why
 // reusing a read cannot make the term go wrong.
 func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
@@ -113,13 +121,19 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.OncePer < 0 {
 		return nil, configErr("once-per window", "%s: must not be negative", w.OncePer)
 	}
+	if w.StorageTimeout < 0 {
+		return nil, configErr("storage timeout", "%s: must not be negative", w.StorageTimeout)
+	}
+	if w.StorageTimeout == 0 {
+		w.StorageTimeout = DefaultStorageTimeout
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if w.Once && e.cfg.Slots > 1 {
 		return nil, errOnceWithSlots(e.cfg.Slots)
 	}
-	a := &attempt{e: e, w: w, leaseID: uuid.NewString()}
+	a := &attempt{e: e, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString()}
 	if w.Timeout > 0 {
 		a.deadline = time.Now().Add(w.Timeout)
 	}

@@ -374,7 +374,9 @@ func TestOncePer(t *testing.T) {
 	})
 }
 
-func TestFailedTermWriteReleasesAndRetries(t *testing.T) {
+// A claim refused by throttling did not land: it is read back (no nonce of
+// ours), sent again, and the lease is kept throughout.
+func TestThrottledTermWriteIsSentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newFakeStore(t)
 		var once sync.Once
@@ -389,13 +391,59 @@ func TestFailedTermWriteReleasesAndRetries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.count(opRelease) != 1 || s.count(opAcquire) != 2 || l.Term != 1 || s.metadata()["term"] != "1" {
-			t.Errorf("releases %d, acquires %d, term %d / %s", s.count(opRelease), s.count(opAcquire), l.Term, s.metadata()["term"])
+		if s.count(opRelease) != 0 || s.count(opAcquire) != 1 || s.count(opSetMeta) != 2 || l.Term != 1 || s.metadata()["term"] != "1" {
+			t.Errorf("releases %d, acquires %d, writes %d, term %d / %s",
+				s.count(opRelease), s.count(opAcquire), s.count(opSetMeta), l.Term, s.metadata()["term"])
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A claim that landed but whose answer was lost is recognised by its nonce
+// when read back: the term goes up by exactly one, the once-per window is
+// not burnt by our own start, and the history has no run that never
+// happened.
+func TestLostClaimAnswerIsRecognised(t *testing.T) {
+	for _, lostAcquire := range []bool{false, true} {
+		name := map[bool]string{false: "claim", true: "acquire and claim"}[lostAcquire]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				s.meta = map[string]string{"term": "7", "holder": "vm-2",
+					"lastrunstart": formatTime(time.Now().Add(-time.Hour)), "lastrunend": formatTime(time.Now().Add(-50 * time.Minute)),
+					"lastrunholder": "vm-2", "lastexit": "0"}
+				s.loseAnswers(opSetMeta, 1)
+				if lostAcquire {
+					s.loseAnswers(opAcquire, 1)
+				}
+				l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(),
+					WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+				if err != nil {
+					t.Fatalf("Acquire: %v, want our own landed claim to stand", err)
+				}
+				md := s.metadata()
+				if l.Term != 8 || md["term"] != "8" || md["holder"] != "vm-1" {
+					t.Errorf("term %d, metadata %v: want 8, held by vm-1", l.Term, md)
+				}
+				if n := s.count(opSetMeta); n != 1 {
+					t.Errorf("%d metadata writes, want the one that landed", n)
+				}
+				if err := l.RecordRunStart(context.Background()); err != nil || s.count(opSetMeta) != 1 {
+					t.Errorf("RecordRunStart: %v, %d writes: the claim recorded the start", err, s.count(opSetMeta))
+				}
+				for _, r := range ReadHistory(s.metadata(), true) {
+					if r.Holder == "vm-1" && r.Lost() {
+						t.Errorf("history has a phantom run: %+v", r)
+					}
+				}
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
 }
 
 func TestAcquireStorageFailures(t *testing.T) {
@@ -408,9 +456,9 @@ func TestAcquireStorageFailures(t *testing.T) {
 	}{
 		{"403 at once", respErr(http.StatusForbidden, "AuthorizationPermissionMismatch"), 0, 403},
 		{"400 at once", respErr(http.StatusBadRequest, "InvalidHeaderValue"), 0, 400},
-		{"503 for 10 s", respErr(http.StatusServiceUnavailable, "ServerBusy"), giveUpAfter, 503},
-		{"429 for 10 s", respErr(http.StatusTooManyRequests, "TooManyRequests"), giveUpAfter, 429},
-		{"network for 10 s", &url.Error{Op: "Put", URL: sasURL, Err: errors.New("connection refused")}, giveUpAfter, 0},
+		{"503 for the storage timeout", respErr(http.StatusServiceUnavailable, "ServerBusy"), DefaultStorageTimeout, 503},
+		{"429 for the storage timeout", respErr(http.StatusTooManyRequests, "TooManyRequests"), DefaultStorageTimeout, 429},
+		{"network for the storage timeout", &url.Error{Op: "Put", URL: sasURL, Err: errors.New("connection refused")}, DefaultStorageTimeout, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

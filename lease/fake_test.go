@@ -54,6 +54,28 @@ type fakeStore struct {
 	// hook runs before each operation, outside the lock; a non-nil error
 	// is returned instead of doing the operation. It may block.
 	hook func(ctx context.Context, op string) error
+	// lose[op] > 0: the next lose[op] calls of op are applied, and then
+	// answered 500 OperationTimedOut, as the service may do.
+	lose map[string]int
+}
+
+// loseAnswers makes the next n calls of op land unanswered.
+func (s *fakeStore) loseAnswers(op string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lose == nil {
+		s.lose = map[string]int{}
+	}
+	s.lose[op] = n
+}
+
+// answerOrLoseLocked is ans, or a lost answer if op is to lose one.
+func (s *fakeStore) answerOrLoseLocked(op string, ans answer) (answer, error) {
+	if s.lose[op] > 0 {
+		s.lose[op]--
+		return answer{}, respErr(http.StatusInternalServerError, "OperationTimedOut")
+	}
+	return ans, nil
 }
 
 func newFakeStore(t *testing.T) *fakeStore {
@@ -216,7 +238,7 @@ func (f fakeAPI) acquireLease(ctx context.Context, id string, seconds int) (answ
 	if s.etagOnAcquire {
 		s.etag++
 	}
-	return s.answerLocked(), nil
+	return s.answerOrLoseLocked(opAcquire, s.answerLocked())
 }
 
 func (f fakeAPI) renewLease(ctx context.Context, id string) (answer, error) {
@@ -271,8 +293,11 @@ func (f fakeAPI) breakLease(ctx context.Context, period int) (answer, error) {
 		return answer{}, respErr(http.StatusConflict, "LeaseNotPresentWithLeaseOperation")
 	}
 	if st == StateLeased {
-		at := time.Now().Add(time.Duration(period) * time.Second)
-		s.state, s.expiry = StateBreaking, minTime(at, s.expiry)
+		at := s.expiry // no period: when the current one ends
+		if period >= 0 {
+			at = minTime(time.Now().Add(time.Duration(period)*time.Second), s.expiry)
+		}
+		s.state, s.expiry = StateBreaking, at
 	}
 	a := s.answerLocked()
 	a.LeaseTime = int(time.Until(s.expiry).Round(time.Second) / time.Second)
@@ -328,7 +353,7 @@ func (f fakeAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[str
 		s.meta[k] = v
 	}
 	s.etag++
-	return s.answerLocked(), nil
+	return s.answerOrLoseLocked(opSetMeta, s.answerLocked())
 }
 
 func (f fakeAPI) createBlob(ctx context.Context) (answer, error) {
@@ -381,7 +406,7 @@ func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (answer, err
 		s.meta[k] = v
 	}
 	s.etag++
-	return s.answerLocked(), nil
+	return s.answerOrLoseLocked(opSetMeta, s.answerLocked())
 }
 
 func (f fakeAPI) deleteBlob(ctx context.Context) (answer, error) {

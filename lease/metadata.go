@@ -22,6 +22,9 @@ const (
 	mdLastRunHolder = "lastrunholder"
 	mdLastExit      = "lastexit"
 	mdVersion       = "leaderrunversion"
+	// mdClaim is a random nonce per Acquire call, written with the claim:
+	// a claim that landed but whose answer was lost reads back as ours.
+	mdClaim = "claim"
 )
 
 // newProperties parses what Get Blob Properties returned. Malformed values

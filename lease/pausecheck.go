@@ -48,11 +48,13 @@ func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 	return ReadPause(props.Metadata), props.Date, nil
 }
 
-// WritePause writes p as the lease's pause marker (one write request),
-// replacing any pause already there, and returns the service's Date of the
-// answer. p's times must come from the service's clock (a Date), never
-// from the local one. A reason that metadata cannot carry is a
-// *ConfigError, sent nowhere.
+// WritePause writes p as the lease's pause marker, replacing any pause
+// already there, and returns the service's Date of the answer. p's times
+// must come from the service's clock (a Date), never from the local one. A
+// reason that metadata cannot carry is a *ConfigError, sent nowhere.
+// Transient failures are retried within requestTimeout: the write replaces
+// the whole marker, so sending it again after an answer that was lost
+// writes the same pause.
 func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	m, err := c.pauseMarker()
 	if err != nil {
@@ -64,32 +66,39 @@ func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	ans, err := m.api.putBlob(rctx, md)
-	if err != nil {
+	var date time.Time
+	err = retryTransient(rctx, func() error {
+		ans, err := m.api.putBlob(rctx, md)
+		if err == nil {
+			date = ans.Date
+			return nil
+		}
 		if ctx.Err() != nil {
-			return time.Time{}, ctx.Err()
+			return ctx.Err()
 		}
 		se := m.mapError("write pause marker", err)
 		if se.kind != kindContainerMissing {
-			return time.Time{}, se
+			return se
 		}
 		// Create the container only: an empty marker blob would be an
-		// open-ended pause if the write below then failed.
+		// open-ended pause if the write then failed.
 		if _, err := m.api.createContainer(rctx); err != nil {
 			if se := m.mapError("create container", err); se.kind != kindExists {
-				return time.Time{}, se
+				return se
 			}
 		}
-		if ans, err = m.api.putBlob(rctx, md); err != nil {
-			return time.Time{}, m.mapError("write pause marker", err)
-		}
+		return &StorageError{Op: "write pause marker", Err: errors.New("container created"), kind: kindTransient}
+	})
+	if err != nil {
+		return time.Time{}, err
 	}
 	c.log.Debug("pause marker written", "url", m.url)
-	return ans.Date, nil
+	return date, nil
 }
 
-// DeletePause deletes the lease's pause marker (one request); existed is
-// false when there was none.
+// DeletePause deletes the lease's pause marker; existed is false when there
+// was none. Transient failures are retried within requestTimeout; a marker
+// found gone after a try whose answer was lost was deleted by that try.
 func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 	m, err := c.pauseMarker()
 	if err != nil {
@@ -97,17 +106,27 @@ func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if _, err := m.api.deleteBlob(rctx); err != nil {
+	unanswered := false
+	err = retryTransient(rctx, func() error {
+		_, err := m.api.deleteBlob(rctx)
+		if err == nil {
+			existed = true
+			return nil
+		}
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return ctx.Err()
 		}
 		se := m.mapError("delete pause marker", err)
-		if se.kind == kindBlobMissing || se.kind == kindContainerMissing {
-			return false, nil
+		switch {
+		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
+			existed = unanswered
+			return nil
+		case se.Transient():
+			unanswered = true
 		}
-		return false, se
-	}
-	return true, nil
+		return se
+	})
+	return existed, err
 }
 
 func (c *Client) pauseMarker() (*Client, error) {

@@ -37,6 +37,24 @@ func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
+// Full-jitter backoff for contenders: the nth retry waits a random time in
+// [0, cap), the cap doubling from fullJitterBase to fullJitterMax. A fleet
+// that is throttled together spreads out instead of retrying in step, and
+// still finishes well within a minute of budget.
+const (
+	fullJitterBase = 500 * time.Millisecond
+	fullJitterMax  = 8 * time.Second
+)
+
+// fullJitter is the wait before a contender's nth retry (n counts from 1).
+func fullJitter(n int) time.Duration {
+	c := fullJitterBase
+	for i := 1; i < n && c < fullJitterMax; i++ {
+		c *= 2
+	}
+	return rand.N(min(c, fullJitterMax))
+}
+
 // failureRun counts consecutive failed tries; a success ends the run
 // (reset). Its callers' loops are shaped by deadlines of their own.
 type failureRun struct {
@@ -47,11 +65,16 @@ type failureRun struct {
 // add counts a try, sent at sent, that failed, and returns how long to wait
 // before the next: backoff(n).
 func (f *failureRun) add(sent time.Time) time.Duration {
+	f.count(sent)
+	return backoff(f.n)
+}
+
+// count counts a try, sent at sent, that failed.
+func (f *failureRun) count(sent time.Time) {
 	if f.n == 0 {
 		f.since = sent
 	}
 	f.n++
-	return backoff(f.n)
 }
 
 func (f *failureRun) reset() { *f = failureRun{} }

@@ -197,7 +197,7 @@ func (a *attempt) trySlots(ctx context.Context, v *slotView, free []int) (*Lease
 			return nil, err
 		}
 		// The pause was read with the listing (v.pause), a round trip ago.
-		l, err := s.try(ctx, readDone(v.slots[i]), nil)
+		l, err := s.try(ctx, readDone(v.slots[i]))
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.e.c.blobName, i
@@ -240,7 +240,7 @@ func (a *attempt) slotAttempt(i int) (*attempt, error) {
 		}
 	}
 	e := &Elector{c: c, cfg: a.e.cfg, log: a.e.log}
-	return &attempt{e: e, w: a.w, leaseID: a.leaseID, deadline: a.deadline}, nil
+	return &attempt{e: e, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
 }
 
 // slotDoneAfter is --once-per-host's check once slot l.Slot is held: one

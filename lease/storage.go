@@ -23,7 +23,7 @@ type blobAPI interface {
 	releaseLease(ctx context.Context, leaseID string) (answer, error)
 	// breakLease needs no lease ID; answer.LeaseTime is the time left until
 	// the lease is broken.
-	breakLease(ctx context.Context, periodSeconds int) (answer, error)
+	breakLease(ctx context.Context, periodSeconds int) (answer, error) // periodSeconds < 0: no period
 	// getProperties is Get Blob Properties (HEAD).
 	getProperties(ctx context.Context) (blobProps, error)
 	// setMetadata is Set Blob Metadata: md replaces the blob's metadata,

@@ -1,0 +1,340 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testenv"
+)
+
+// The service's hard answers, played by the fault proxy in front of the
+// emulator: writes applied with their answer lost, and throttling per blob.
+
+// throughProxy starts a fault proxy in front of the emulator of cs and
+// returns it with the connection string that goes through it.
+func throughProxy(t *testing.T, cs string) (*faultproxy.Proxy, string) {
+	t.Helper()
+	target, err := url.Parse(testenv.ConnField(cs, "BlobEndpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultproxy.New("http://" + target.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p, strings.Replace(cs, "http://"+target.Host, p.URL(), 1)
+}
+
+// ageRuns moves the recorded run of blob an hour back, so that a once-per
+// window is open again; the blob must not be leased.
+func ageRuns(t *testing.T, cs, containerName, blobName string) {
+	t.Helper()
+	b := sdkBlob(t, cs, containerName, blobName)
+	props, err := b.GetProperties(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := map[string]*string{}
+	for k, v := range props.Metadata {
+		md[strings.ToLower(k)] = v
+	}
+	hourAgo := formatTime(time.Now().Add(-time.Hour))
+	for _, k := range []string{mdLastRunStart, mdLastRunEnd, mdAcquiredAt} {
+		if md[k] != nil {
+			md[k] = &hourAgo
+		}
+	}
+	if _, err := b.SetMetadata(t.Context(), md, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A claim, an end record and a release whose answers are lost (a 500 after
+// the write was applied, or no answer at all): the holder recognises its
+// own claim, runs once with the term up by exactly one, the once-per window
+// is not burnt by its own start, and the history shows one run that ended
+// with its status — no phantom.
+func TestAzuriteLostAnswers(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	for _, tc := range []struct {
+		name   string
+		status int
+		code   string
+	}{
+		{"500 OperationTimedOut", http.StatusInternalServerError, "OperationTimedOut"},
+		{"500 InternalError", http.StatusInternalServerError, ""},
+		{"no answer", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			proxy, pcs := throughProxy(t, cs)
+			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
+			c := azuriteClient(t, cfg)
+			e := azuriteElector(t, c, "vm-a", nil)
+			// Term 1 and a finished run, an hour's window ago for no one.
+			l, err := e.Acquire(ctx, WaitOptions{NoWait: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.RecordRunEnd(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ageRuns(t, cs, cfg.Container, cfg.Blob)
+
+			lose := func(op string) {
+				proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: op, Count: 1, Status: tc.status, Code: tc.code}})
+			}
+			lose(faultproxy.OpSetMetadata)
+			eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", nil)
+			l, err = eb.Acquire(ctx, WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			if err != nil {
+				t.Fatalf("Acquire after a lost claim answer: %v, want our own claim to stand", err)
+			}
+			if got := proxy.Counts().Lost; got != 1 {
+				t.Fatalf("answers lost: %d, want 1", got)
+			}
+			if l.Term != 2 {
+				t.Errorf("term %d, want 2: up by exactly one", l.Term)
+			}
+			if err := l.RecordRunStart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lose(faultproxy.OpSetMetadata)
+			if err := l.RecordRunEnd(ctx, 3); err != nil {
+				t.Errorf("RecordRunEnd after a lost answer: %v", err)
+			}
+			lose(faultproxy.OpRelease)
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release after a lost answer: %v", err)
+			}
+			proxy.Set(faultproxy.Mode{})
+
+			p := mustProps(t, c)
+			if p.State == StateLeased || p.Term != 2 || p.Holder != "vm-b" || p.LastRun == nil ||
+				p.LastRun.ExitCode == nil || *p.LastRun.ExitCode != 3 {
+				t.Errorf("after the run: %+v (last run %+v), want released, term 2, vm-b's run with exit 3", p, p.LastRun)
+			}
+			ours := 0
+			for _, r := range ReadHistory(p.Metadata, false) {
+				if r.Lost() {
+					t.Errorf("history shows a run that never happened: %+v", r)
+				}
+				if r.Holder == "vm-b" {
+					ours++
+					if r.ExitCode == nil || *r.ExitCode != 3 {
+						t.Errorf("vm-b's run in the history: %+v, want exit 3", r)
+					}
+				}
+			}
+			if ours != 1 {
+				t.Errorf("vm-b's run is in the history %d times, want once", ours)
+			}
+		})
+	}
+}
+
+// A fleet behind a per-blob limit far below its burst (503 ServerBusy, or
+// 500 OperationTimedOut, beyond it): exactly one contender runs, none gives
+// up with a storage error, and every loser stops at its first real answer.
+func TestAzuriteThrottledFleet(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	for _, tc := range []struct {
+		name   string
+		status int
+		code   string
+	}{
+		{"503 ServerBusy", 0, ""},
+		{"500 OperationTimedOut", http.StatusInternalServerError, "OperationTimedOut"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const contenders = 30
+			proxy, pcs := throughProxy(t, cs)
+			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
+			// The blob exists, as on every run but a lease's first.
+			l, err := azuriteElector(t, azuriteClient(t, cfg), "setup", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			ageRuns(t, cs, cfg.Container, cfg.Blob) // the window is open
+			proxy.ResetCounts()
+			proxy.Set(faultproxy.Mode{Throttle: faultproxy.Throttle{Rate: 10, Burst: 10, Status: tc.status, Code: tc.code}})
+
+			var (
+				wg                 sync.WaitGroup
+				mu                 sync.Mutex
+				ran, skipped, held int
+				failures           []error
+			)
+			start := make(chan struct{})
+			for i := range contenders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := azuriteClient(t, cfg)
+					e := azuriteElector(t, c, "vm-"+string(rune('a'+i%26))+string(rune('0'+i/26)), nil)
+					<-start
+					l, err := e.Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: time.Minute, StorageTimeout: time.Minute})
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						ran++
+						// The run ends while the others are still at it:
+						// the window keeps them from a second run.
+						mu.Unlock()
+						_ = l.RecordRunEnd(context.WithoutCancel(t.Context()), 0)
+						_ = l.Release(context.WithoutCancel(t.Context()))
+						mu.Lock()
+					case errors.Is(err, ErrSkipped):
+						skipped++
+					case errors.Is(err, ErrHeld):
+						held++
+					default:
+						failures = append(failures, err)
+					}
+				}()
+			}
+			t0 := time.Now()
+			close(start)
+			wg.Wait()
+			d := time.Since(t0)
+			n := proxy.Counts()
+			t.Logf("%d contenders, 10 requests/s per blob: ran %d, skipped %d, held %d, failed %d; %d requests (%d throttled), %.1f per contender, %v",
+				contenders, ran, skipped, held, len(failures), n.Reads+n.Writes, n.Throttled, float64(n.Reads+n.Writes)/contenders, d.Round(time.Millisecond))
+			if ran != 1 {
+				t.Errorf("ran %d times, want exactly 1", ran)
+			}
+			if len(failures) > 0 {
+				t.Errorf("%d contenders gave up on throttling, first: %v", len(failures), failures[0])
+			}
+			if n.Throttled == 0 {
+				t.Errorf("nothing was throttled: the test proves nothing")
+			}
+		})
+	}
+}
+
+// An operator's break while a new holder's claim is still on its way, the
+// new holder on a 60 s lease after one on 15 s (so the metadata still says
+// 15): break sends no period, the service keeps the lease until the new
+// holder's own period ends, and the holder learns of the break and stops
+// long before anyone else can acquire.
+func TestAzuriteBreakDuringClaim(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx := t.Context()
+	proxy, pcs := throughProxy(t, cs)
+	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
+	direct := azuriteClient(t, cfg)
+	l, err := azuriteElector(t, direct, "vm-15s", nil).Acquire(ctx, WaitOptions{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// vm-60s's requests are slow: its claim is still in flight when the
+	// operator looks.
+	proxy.Set(faultproxy.Mode{Latency: 700 * time.Millisecond})
+	pcfg := cfg
+	pcfg.ConnectionString = pcs
+	e60 := azuriteElector(t, azuriteClient(t, pcfg), "vm-60s", func(c *Config) {
+		c.Duration, c.RenewInterval = 60*time.Second, 2*time.Second
+	})
+	type result struct {
+		l   *Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := e60.Acquire(ctx, WaitOptions{NoWait: true})
+		got <- result{l, err}
+	}()
+	var p *Properties
+	for p = mustProps(t, direct); p.State != StateLeased; p = mustProps(t, direct) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p.LeaseDuration != 15*time.Second || p.Holder != "vm-15s" {
+		t.Fatalf("the test needs the claim in flight: read %+v", p)
+	}
+	broke := time.Now()
+	freeIn, err := direct.BreakLease(ctx, BreakAtPeriodEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if freeIn < 50*time.Second {
+		t.Errorf("the service frees the lease in %v, want the new holder's 60 s period", freeIn)
+	}
+	free := broke.Add(freeIn)
+	if _, err := azuriteElector(t, direct, "vm-c", nil).Acquire(ctx, WaitOptions{NoWait: true}); !errors.Is(err, ErrHeld) {
+		t.Errorf("acquire right after the break: %v, want ErrHeld", err)
+	}
+	r := <-got
+	if r.err != nil {
+		// Refused before it ran: nothing to stop.
+		t.Logf("the new holder did not claim: %v", r.err)
+		return
+	}
+	proxy.Set(faultproxy.Mode{})
+	r.l.Keep(ctx)
+	select {
+	case <-r.l.Lost():
+		lost := time.Now()
+		t.Logf("lease free %v after the break; the holder knew it lost after %v (%v)",
+			freeIn, lost.Sub(broke).Round(time.Millisecond), r.l.LostErr())
+		if !lost.Before(free.Add(-r.l.StopBudget)) {
+			t.Errorf("the holder learnt of the break at %v, too late to stop before %v", lost, free)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the holder did not learn of the break within 20 s")
+	}
+	_ = r.l.Release(context.WithoutCancel(ctx))
+}
+
+// pause and resume whose answers are lost: the pause is in force and
+// reported written, the resume is reported as done, not as "not paused".
+func TestAzuriteLostPauseAnswers(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx := t.Context()
+	proxy, pcs := throughProxy(t, cs)
+	c := azuriteClient(t, ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"})
+	if _, err := c.WritePause(ctx, Pause{Reason: "first"}); err != nil { // creates the container
+		t.Fatal(err)
+	}
+	proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpCreateBlob, Path: "~pause", Count: 1, Status: http.StatusInternalServerError, Code: "OperationTimedOut"}})
+	if _, err := c.WritePause(ctx, Pause{Reason: "patching"}); err != nil {
+		t.Fatalf("WritePause after a lost answer: %v", err)
+	}
+	if p, _, err := c.ReadPause(ctx); err != nil || p == nil || p.Reason != "patching" {
+		t.Fatalf("ReadPause: %+v, %v; want the pause written", p, err)
+	}
+	proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpOther, Path: "~pause", Count: 1, Status: 0}})
+	existed, err := c.DeletePause(ctx)
+	if err != nil || !existed {
+		t.Fatalf("DeletePause after a lost answer: existed %v, %v; want true, nil", existed, err)
+	}
+	if n := proxy.Counts().Lost; n != 2 {
+		t.Errorf("answers lost: %d, want 2", n)
+	}
+	if p, _, err := c.ReadPause(ctx); err != nil || p != nil {
+		t.Errorf("ReadPause after resume: %+v, %v; want none", p, err)
+	}
+}
