@@ -51,7 +51,11 @@ func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]str
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	listed, _, err := client.List(ctx, toComplete)
+	list := func(ctx context.Context) ([]lease.Listed, time.Time, error) { return client.List(ctx, toComplete) }
+	if toComplete == "" {
+		list = client.ListLeases // not through the helper blobs
+	}
+	listed, _, err := list(ctx)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -69,7 +69,7 @@ func runList(ctx context.Context, a *app, o *listOptions) error {
 	if err != nil {
 		return storageExit(err)
 	}
-	listed, date, err := client.List(rctx, "")
+	listed, date, err := client.ListLeases(rctx)
 	if err != nil {
 		return exitWith(exitUnavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
 	}

@@ -53,6 +53,13 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*leaseVie
 		}
 		return &leaseView{client: client, l: l, date: p.Date}, nil
 	}
+	// This lease's done markers live apart (--once-per-host): one more
+	// listing, of this lease's alone.
+	done, _, err := client.List(ctx, lease.DonePrefix(o.lease))
+	if err != nil {
+		return nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+	}
+	listed = append(listed, done...)
 	v := &leaseView{client: client, l: listedLease{Name: o.lease, SlotCount: 1}, date: date}
 	for _, g := range groupListing(toListedBlobs(listed), date, v.blobURL) {
 		if g.Name == o.lease { // the prefix may hold other leases

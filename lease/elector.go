@@ -137,11 +137,11 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.Timeout > 0 {
 		a.deadline = time.Now().Add(w.Timeout)
 	}
-	if e.cfg.Slots > 1 {
-		return a.runSlots(ctx) // slots.go
-	}
 	if err := a.doneBefore(ctx); err != nil {
 		return nil, err // once.go: --once-per-host, this host is done
+	}
+	if e.cfg.Slots > 1 {
+		return a.runSlots(ctx) // slots.go
 	}
 	l, err := a.run(ctx)
 	if err == nil {

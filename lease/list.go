@@ -19,8 +19,10 @@ import (
 type containerAPI interface {
 	// listBlobs lists the blobs whose names begin with prefix, with
 	// their lease state and metadata, following every page. The answer
-	// is the last page's (its Date).
-	listBlobs(ctx context.Context, prefix string) ([]listedBlob, answer, error)
+	// is the last page's (its Date). With skipHelpers (and prefix ""), it
+	// does not page through the helper blobs (names.go): the listing
+	// stops where they begin and goes on after them (startFrom).
+	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
 }
 
 // listedBlob is one blob of a listing.
@@ -47,7 +49,7 @@ var (
 // answer.
 const maxListPages = 100
 
-func (a *azBlob) listBlobs(ctx context.Context, prefix string) ([]listedBlob, answer, error) {
+func (a *azBlob) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
 	pl, ok := a.container.(pagerLister)
 	if !ok {
 		return nil, answer{}, fmt.Errorf("lease: the container client cannot list")
@@ -56,45 +58,92 @@ func (a *azBlob) listBlobs(ctx context.Context, prefix string) ([]listedBlob, an
 	if prefix != "" {
 		opts.Prefix = &prefix
 	}
-	pager := pl.NewListBlobsFlatPager(opts)
+	skipHelpers = skipHelpers && prefix == ""
 	var (
 		blobs []listedBlob
 		last  answer
+		pages int
 	)
-	for pages := 0; pager.More(); pages++ {
-		if pages == maxListPages {
-			return nil, answer{}, fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
-		}
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, answer{}, err
-		}
-		last = newAnswer(page.Date, nil)
-		if page.Segment == nil {
-			continue
-		}
-		for _, item := range page.Segment.BlobItems {
-			if item == nil || item.Name == nil {
+	// page lists until the pager ends, or until keep says stop.
+	page := func(pager *runtime.Pager[container.ListBlobsFlatResponse], keep func(name string) (take, more bool)) error {
+		for pager.More() {
+			if pages == maxListPages {
+				return fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
+			}
+			pages++
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			last = newAnswer(page.Date, nil)
+			if page.Segment == nil {
 				continue
 			}
-			b := listedBlob{Name: *item.Name, Metadata: make(map[string]string, len(item.Metadata))}
-			if p := item.Properties; p != nil {
-				if p.LeaseState != nil {
-					b.LeaseState = string(*p.LeaseState)
+			more := true
+			for _, item := range page.Segment.BlobItems {
+				if item == nil || item.Name == nil {
+					continue
 				}
-				if p.ETag != nil {
-					b.ETag = quotedETag(string(*p.ETag))
+				take, goOn := keep(*item.Name)
+				if !goOn {
+					more = false
+					break
+				}
+				if take {
+					blobs = append(blobs, toListedBlob(item))
 				}
 			}
-			for k, v := range item.Metadata {
-				if v != nil {
-					b.Metadata[strings.ToLower(k)] = *v
-				}
+			if !more {
+				return nil
 			}
-			blobs = append(blobs, b)
 		}
+		return nil
+	}
+	all := func(string) (bool, bool) { return true, true }
+	if !skipHelpers {
+		if err := page(pl.NewListBlobsFlatPager(opts), all); err != nil {
+			return nil, answer{}, err
+		}
+		return blobs, last, nil
+	}
+	reached := false
+	err := page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
+		reached = strings.HasPrefix(name, HelperPrefix)
+		return !reached, !reached
+	})
+	if err != nil || !reached {
+		return blobs, last, err
+	}
+	// The names after the helper blobs: a service that does not know
+	// startFrom lists from the start again, and those are skipped.
+	from := afterHelpers
+	opts.StartFrom = &from
+	err = page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
+		return name >= afterHelpers, true
+	})
+	if err != nil {
+		return nil, answer{}, err
 	}
 	return blobs, last, nil
+}
+
+// toListedBlob reads one item of a listing.
+func toListedBlob(item *container.BlobItem) listedBlob {
+	b := listedBlob{Name: *item.Name, Metadata: make(map[string]string, len(item.Metadata))}
+	if p := item.Properties; p != nil {
+		if p.LeaseState != nil {
+			b.LeaseState = string(*p.LeaseState)
+		}
+		if p.ETag != nil {
+			b.ETag = quotedETag(string(*p.ETag))
+		}
+	}
+	for k, v := range item.Metadata {
+		if v != nil {
+			b.Metadata[strings.ToLower(k)] = *v
+		}
+	}
+	return b
 }
 
 // quotedETag: a listing gives the ETag bare (0x8D…), a response header
@@ -119,9 +168,20 @@ type Listed struct {
 // the answer. A missing container is an empty listing. Failures are
 // *StorageError; a done ctx returns ctx.Err().
 func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
+	return c.list(ctx, prefix, false)
+}
+
+// ListLeases is List of the whole container without the helper blobs
+// (names.go: done markers): the listing does not page through them,
+// however many accumulate.
+func (c *Client) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
+	return c.list(ctx, "", true)
+}
+
+func (c *Client) list(ctx context.Context, prefix string, skipHelpers bool) ([]Listed, time.Time, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	blobs, ans, err := c.lister.listBlobs(rctx, prefix)
+	blobs, ans, err := c.lister.listBlobs(rctx, prefix, skipHelpers)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, time.Time{}, ctx.Err()

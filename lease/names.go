@@ -1,16 +1,20 @@
 // How leaderrun names the blobs of one lease.
 //
-// A lease NAME is the blob NAME: with one slot, nothing else. The blobs that
-// belong to NAME besides it carry NAME, the marker separator "~", and a
-// kind, so that one prefix listing of NAME finds them all and a listing of
-// the container can group them under their lease:
+// A lease NAME is the blob NAME: with one slot, nothing else. The few blobs
+// that belong to NAME besides it carry NAME, the marker separator "~", and
+// a kind, so that one prefix listing of NAME finds them all and a listing of
+// the container can group them under their lease. Blobs that accumulate,
+// one per host, live apart under the helper prefix "~", which sorts after
+// every lease name that begins with an ASCII character, so that neither the
+// slot poll (a listing of NAME) nor `list` pages through them:
 //
 //	NAME              slot 0 (the only slot when --slots is 1)
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
 //	NAME~pause        the pause marker (leaderrun pause / resume)
-//	NAME~done/HOST    HOST completed a run with status 0 (--once-per-host)
+//	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //
-// Lease names may therefore not contain "~".
+// Lease names may therefore not contain "~". Done markers of earlier
+// releases, NAME~done/HOST, are still read.
 package lease
 
 import (
@@ -25,6 +29,11 @@ const (
 	slotMarker  = "slot-"
 	pauseMarker = "pause"
 	doneMarker  = "done/"
+	// HelperPrefix begins the names of the helper blobs that accumulate.
+	HelperPrefix = MarkerSep
+	// afterHelpers sorts after every name that begins with HelperPrefix
+	// and before every name that begins with a non-ASCII character.
+	afterHelpers = "\u0080"
 )
 
 // MaxSlots is the largest --slots.
@@ -52,11 +61,14 @@ func SlotBlob(name string, i int) string {
 func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
 
 // DonePrefix is the prefix of lease name's done markers.
-func DonePrefix(name string) string { return name + MarkerSep + doneMarker }
+func DonePrefix(name string) string { return HelperPrefix + doneMarker + name + MarkerSep }
 
 // DoneBlob is the blob name of the marker that host completed a run of
 // lease name with status 0.
 func DoneBlob(name, host string) string { return DonePrefix(name) + host }
+
+// legacyDoneBlob is where releases before the helper prefix wrote DoneBlob.
+func legacyDoneBlob(name, host string) string { return name + MarkerSep + doneMarker + host }
 
 // BlobName is a blob name as leaderrun reads it.
 type BlobName struct {
@@ -69,6 +81,13 @@ type BlobName struct {
 // ParseBlobName tells which lease a blob belongs to and what it is. A name
 // without the separator is slot 0 of the lease of that name.
 func ParseBlobName(blob string) BlobName {
+	if rest, ok := strings.CutPrefix(blob, HelperPrefix+doneMarker); ok {
+		lease, host, found := strings.Cut(rest, MarkerSep)
+		if !found || lease == "" || host == "" {
+			return BlobName{Kind: KindOther}
+		}
+		return BlobName{Lease: lease, Kind: KindDone, Host: host}
+	}
 	lease, rest, found := strings.Cut(blob, MarkerSep)
 	if !found {
 		return BlobName{Lease: blob, Kind: KindSlot}

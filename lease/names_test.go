@@ -20,6 +20,11 @@ func TestBlobNames(t *testing.T) {
 		{"x~slot-", BlobName{Lease: "x", Kind: KindOther}},
 		{"x~done/", BlobName{Lease: "x", Kind: KindOther}},
 		{"x~other", BlobName{Lease: "x", Kind: KindOther}},
+		{"~done/patch~vm-3", BlobName{Lease: "patch", Kind: KindDone, Host: "vm-3"}},
+		{"~done/patch~", BlobName{Kind: KindOther}},
+		{"~done/~vm-3", BlobName{Kind: KindOther}},
+		{"~other", BlobName{Kind: KindOther}},
+		{legacyDoneBlob("patch", "vm-3"), BlobName{Lease: "patch", Kind: KindDone, Host: "vm-3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.blob, func(t *testing.T) {
@@ -27,6 +32,9 @@ func TestBlobNames(t *testing.T) {
 				t.Errorf("ParseBlobName(%q) = %+v, want %+v", tt.blob, got, tt.want)
 			}
 		})
+	}
+	if got := DoneBlob("cron/report", "vm-1"); got != "~done/cron/report~vm-1" {
+		t.Errorf("done marker %q, want it under the helper prefix", got)
 	}
 	if got := SlotBlob("n", 0); got != "n" {
 		t.Errorf("slot 0 of n is %q, want the lease blob itself", got)

@@ -94,27 +94,30 @@ func (a *attempt) pollCheck(p *Properties) error {
 	return nil
 }
 
-// doneMarkerClient is the client of this host's done marker.
-func doneMarkerClient(c *Client, host string) (*Client, error) {
-	return c.Sibling(DoneBlob(leaseName(c.blobName), host))
-}
-
-// hostDone reads this host's done marker once: true if it exists.
+// hostDone reads this host's done marker: true if it exists. A marker of
+// an earlier release (legacyDoneBlob) is read too, only when the current
+// one is absent: a host that finished before an upgrade stays done.
 func (a *attempt) hostDone(ctx context.Context) (bool, error) {
-	m, err := doneMarkerClient(a.e.c, a.w.OncePerHost)
-	if err != nil {
-		return false, err
-	}
-	rctx, cancel := a.requestCtx(ctx)
-	defer cancel()
-	p, err := m.getProperties(rctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
+	name := leaseName(a.e.c.blobName)
+	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
+		m, err := a.e.c.Sibling(blob)
+		if err != nil {
+			return false, err
 		}
-		return false, err
+		rctx, cancel := a.requestCtx(ctx)
+		p, err := m.getProperties(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			return false, err
+		}
+		if p.Exists {
+			return true, nil
+		}
 	}
-	return p.Exists, nil
+	return false, nil
 }
 
 func (a *attempt) doneSkip() *SkipError {
@@ -158,7 +161,7 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 }
 
 // MarkDone records that host completed a run with status 0 under the
-// lease: the zero-length blob NAME~done/HOST, created If-None-Match: * (an
+// lease: the zero-length blob ~done/NAME~HOST (names.go), created If-None-Match: * (an
 // existing marker is kept as it is). Call it while the lease is still held,
 // before Release, so that the marker exists before anyone else can take
 // the slot. Transient failures are retried for up to requestTimeout.

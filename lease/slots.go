@@ -2,13 +2,15 @@
 // blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
 // term and its own run record; this file is how a contender gets one: one
 // listing of the prefix NAME per poll (every slot's lease state and
-// metadata, and the done markers, in one request), the free slots tried in
-// random order, and no write while every slot is held.
+// metadata, and the pause marker, in one request), the free slots tried in
+// random order, and no write while every slot is held. This host's done
+// marker lives apart (names.go): it is read before the first listing and
+// again once a slot is held.
 //
 // The first step is a listing, not an optimistic acquire of a random slot:
 // the listing carries what must be checked before any write (another slot
-// count recorded, this host's done marker, the once-per window of each
-// slot), and its ETag lets the claim skip its read. A free slot costs three
+// count recorded, the once-per window of each slot), and its ETag lets the
+// claim skip its read. A free slot costs three
 // requests in three round trips (list, acquire, claim); a held one the
 // listing alone.
 //
@@ -29,7 +31,7 @@ import (
 // slotView is what one listing says about a lease of n slots.
 type slotView struct {
 	slots    []*Properties   // by slot, 0 … n−1; a missing blob reads as absent
-	done     map[string]bool // hosts with a done marker
+	done     map[string]bool // hosts with a done marker of an earlier release (NAME~done/HOST)
 	recorded int             // a slot count recorded that is not n; 0 if none
 	// pause is pauseText of the lease's pause marker when it is in force
 	// at the listing's Date; "" if not. The listing that finds the free
@@ -243,8 +245,8 @@ func (a *attempt) slotAttempt(i int) (*attempt, error) {
 	return &attempt{e: e, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
 }
 
-// slotDoneAfter is --once-per-host's check once slot l.Slot is held: one
-// listing. This host's done marker skips; another slot held by this host
+// slotDoneAfter is --once-per-host's check once slot l.Slot is held: a
+// read of this host's done marker, then one listing. The marker skips; another slot held by this host
 // (a second leaderrun of the same host) sends this one back to waiting
 // (errHeldNow). Two of the same host that acquire at the same moment each
 // list after their own claim, so at least one of them sees the other. Any
@@ -254,14 +256,21 @@ func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
 	if host == "" {
 		return nil
 	}
-	rctx, cancel := a.requestCtx(ctx)
-	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
-	cancel()
+	done, err := a.hostDone(ctx)
+	var (
+		listed []Listed
+		date   time.Time
+	)
+	if err == nil && !done {
+		rctx, cancel := a.requestCtx(ctx)
+		listed, date, err = a.e.c.List(rctx, a.e.c.blobName)
+		cancel()
+	}
 	var why error
 	switch v := viewListing(a.e.c.blobName, a.e.cfg.Slots, listed, date); {
 	case err != nil:
 		why = err
-	case v.done[host]:
+	case done:
 		why = a.doneSkip()
 	case v.heldByHost(host, l.Slot):
 		a.e.log.Debug("another slot is held by this host: waiting", "host", host)
