@@ -38,6 +38,8 @@ type attempt struct {
 	reqStart  time.Time   // when the latest request was sent
 	failures  failureRun  // the storage failures in a row, since the latest success
 	seen      *Properties // the latest held state read
+	termSeen  int64       // the highest term any read showed: a blob made again continues from it
+	goneAt    time.Time   // when the blob, seen held before, was first found gone (zero: not gone)
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
 	reason    string      // Hold's latest answer
@@ -49,6 +51,9 @@ type attempt struct {
 
 // errHeldNow: the acquire was refused because the lease is held.
 var errHeldNow = errors.New("lease: held (acquire refused)")
+
+// errGoneNow: the blob is gone, but a holder was seen: not created yet.
+var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
 
 // run is the attempt: one optimistic acquire, then poll reads until one
 // finds the lease free, an acquire then, and so on until the lease is
@@ -66,6 +71,12 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			if free == nil {
 				continue
 			}
+		}
+		if free != nil && !free.Exists && a.holderMayRun() {
+			if err := a.giveUpOrWait(ctx, a.seen); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if a.holding() {
 			// No acquire now: give up, or poll (reads only) until Hold
@@ -122,6 +133,9 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 		// back unclaimed: from now on, poll.
 		a.succeeded()
 		return false, a.giveUpOrWait(ctx, a.seen)
+	case errors.Is(err, errGoneNow):
+		a.succeeded()
+		return false, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow):
 		a.succeeded()
 		a.contended++
@@ -160,6 +174,10 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
+	a.termSeen = max(a.termSeen, p.Term)
+	if p.Exists {
+		a.goneAt = time.Time{}
+	}
 	if err := a.pollCheck(p); err != nil {
 		return nil, err // once.go: --once, or another --slots recorded
 	}
@@ -193,6 +211,9 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	c, cfg := a.e.c, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
+		if a.holderMayRun() {
+			return nil, errGoneNow
+		}
 		rctx, cancel := a.requestCtx(ctx)
 		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
 		cancel()
@@ -236,6 +257,27 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	a.unsure = false
 	a.e.log.Debug("acquired lease", "url", c.url, "term", l.Term, "identity", cfg.Identity)
 	return l, nil
+}
+
+// holderMayRun is asked when the blob (or its container) is found gone. A
+// follower that saw the lease held does not create it again until the
+// lease duration it last saw has passed since it first found it gone: the
+// holder it saw learns of the loss at its next renewal and stops its child
+// within its own lease, which cannot reach beyond that (the safety rule).
+func (a *attempt) holderMayRun() bool {
+	if a.seen == nil {
+		return false
+	}
+	d := a.seen.LeaseDuration
+	if d <= 0 {
+		d = MaxDuration
+	}
+	if a.goneAt.IsZero() {
+		a.goneAt = time.Now()
+		a.e.log.Info("the lease blob is gone under its holder: waiting out its lease before creating it again",
+			"holder", a.seen.Holder, "term", a.seen.Term, "wait", d)
+	}
+	return time.Since(a.goneAt) < d
 }
 
 // releaseQuietly releases a lease this attempt will not hand over, from a

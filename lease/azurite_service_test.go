@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
 	"github.com/leaderrun/leaderrun/internal/faultproxy"
 	"github.com/leaderrun/leaderrun/internal/testenv"
 )
@@ -337,4 +339,60 @@ func TestAzuriteLostPauseAnswers(t *testing.T) {
 	if p, _, err := c.ReadPause(ctx); err != nil || p != nil {
 		t.Errorf("ReadPause after resume: %+v, %v; want none", p, err)
 	}
+}
+
+// The lease blob deleted under its holder: the holder learns at its next
+// renewal and stops; a waiting follower creates the blob again only after
+// the holder's lease duration, and its term continues from the holder's.
+func TestAzuriteStorageLostUnderTheLeader(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx := t.Context()
+	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
+	holder, err := azuriteElector(t, azuriteClient(t, cfg), "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Keep(ctx)
+	type result struct {
+		l   *Lease
+		err error
+		at  time.Time
+	}
+	got := make(chan result, 1)
+	eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
+	seen := make(chan struct{})
+	var once sync.Once
+	go func() {
+		l, err := eb.Acquire(ctx, WaitOptions{OnWait: func(*Properties) { once.Do(func() { close(seen) }) }})
+		got <- result{l, err, time.Now()}
+	}()
+	<-seen // the follower has seen the lease held
+	b := sdkBlob(t, cs, cfg.Container, cfg.Blob)
+	if _, err := b.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
+		LeaseAccessConditions: &blob.LeaseAccessConditions{LeaseID: &holder.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	var lostAt time.Time
+	select {
+	case <-holder.Lost():
+		lostAt = time.Now()
+	case <-time.After(15 * time.Second):
+		t.Fatal("the holder did not learn that its blob is gone")
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Logf("deleted; holder lost it after %v; follower took over after %v",
+		lostAt.Sub(deleted).Round(time.Millisecond), r.at.Sub(deleted).Round(time.Millisecond))
+	if r.at.Sub(deleted) < 15*time.Second {
+		t.Errorf("the follower created the blob again %v after it was deleted, before the holder's 15 s lease", r.at.Sub(deleted))
+	}
+	if r.l.Term != holder.Term+1 {
+		t.Errorf("term %d after the holder's %d, want it continued", r.l.Term, holder.Term)
+	}
+	_ = holder.Release(ctx)
+	_ = r.l.Release(ctx)
 }

@@ -71,6 +71,9 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
 				Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
 		}
+		// A blob made again after it was lost continues from the highest
+		// term this contender saw: the term never goes back.
+		stored = max(stored, a.termSeen)
 		acquiredAt := l.AcquiredAt
 		if acquiredAt.IsZero() {
 			acquiredAt = p.Date

@@ -522,3 +522,47 @@ func TestAcquireRecoversFromATransientFailure(t *testing.T) {
 		}
 	})
 }
+
+// The blob deleted under a holder the follower saw: the follower waits out
+// the lease duration it last saw, from when it found the blob gone, before
+// it creates the blob again, and the new term continues from the last one
+// it saw.
+func TestFollowerWaitsOutAHolderWhoseBlobIsGone(t *testing.T) {
+	for _, what := range []string{"blob", "container"} {
+		t.Run(what, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				s.holdBy("other", time.Hour, map[string]string{"holder": "vm-9", "term": "41", "leaseduration": "30"})
+				goneCh := make(chan time.Time, 1)
+				go func() {
+					time.Sleep(5 * time.Second)
+					s.mu.Lock()
+					if what == "blob" {
+						s.blobExists = false
+					} else {
+						s.containerExists, s.blobExists = false, false
+					}
+					s.meta, s.leaseID, s.state = map[string]string{}, "", StateAvailable
+					s.mu.Unlock()
+					goneCh <- time.Now()
+				}()
+				l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gone := <-goneCh
+				// Found gone at the first poll after the deletion, at most
+				// a poll interval (+20 %) later.
+				if d := time.Since(gone); d < 30*time.Second || d > 30*time.Second+3*time.Second {
+					t.Errorf("created again %v after the deletion, want the 30 s lease waited out", d)
+				}
+				if l.Term != 42 || s.metadata()["term"] != "42" {
+					t.Errorf("term %d / %s, want 42: never back to 1", l.Term, s.metadata()["term"])
+				}
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
