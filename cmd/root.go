@@ -108,7 +108,7 @@ another, paused, or not acquired while a scheduled event concerns this VM; 76
 leadership lost while COMMAND ran, or stepped down for a scheduled event; 77
 health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
-  */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m -- /opt/report.sh
+  */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m --splay 30s -- /opt/report.sh
 
   # a hot-standby service under systemd
   ExecStart=/usr/bin/leaderrun -l scheduler -- /usr/bin/scheduler --serve
