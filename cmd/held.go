@@ -308,7 +308,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 	}
 	if out.recordEnd {
 		h.recordEnd(ctx, hap.result.Code())
-		h.markDone(ctx, out) // slots.go: --once-per-host, before the release
+		h.markDone(ctx, out, hap.result.Code()) // slots.go: --once-per-host, before the release
 	}
 	return out.exitErr()
 }

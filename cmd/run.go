@@ -119,6 +119,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if err := o.slots.complete(); err != nil {
 		return err
 	}
+	if fs.Changed("health-cmd") && o.health.Cmd == "" {
+		return usagef("invalid --health-cmd '': give a shell command, or leave the flag out")
+	}
 	if err := o.health.Validate(); err != nil {
 		return usagef("invalid --health-* flags: %v", err)
 	}

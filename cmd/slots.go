@@ -63,10 +63,11 @@ func logSkip(log hclog.Logger, skip *lease.SkipError) {
 }
 
 // markDone writes this host's done marker after COMMAND exited with status
-// 0, while the lease is still held: the release comes after it, so nobody
-// can take the slot before the marker exists.
-func (h *heldRun) markDone(ctx context.Context, out outcome) {
-	if !h.o.slots.oncePerHost || out.kind != outcomeExited || out.code != exitOK {
+// 0 (code), by itself or when asked to step down for a scheduled event,
+// while the lease is still held: the release comes after it, so nobody can
+// take the slot before the marker exists.
+func (h *heldRun) markDone(ctx context.Context, out outcome, code int) {
+	if !h.o.slots.oncePerHost || (out.kind != outcomeExited && out.kind != outcomeSteppedDown) || code != exitOK {
 		return
 	}
 	if err := h.l.MarkDone(ctx, h.o.slots.host); err != nil {

@@ -113,7 +113,7 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		// had come a moment sooner, and the lease goes back unused.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
-		if rerr := l.Release(rctx); rerr != nil {
+		if rerr := l.ReleaseUnused(rctx); rerr != nil {
 			log.Warn("could not release the lease; it expires by itself", "error", rerr)
 		}
 		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), o.loc.lease))

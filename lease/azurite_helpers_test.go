@@ -82,3 +82,58 @@ func TestAzuriteDoneMarkersStayApart(t *testing.T) {
 		t.Errorf("leases listed: %s, want %s", got, want)
 	}
 }
+
+// Two processes of one host that take the two slots of a lease in the same
+// instant under --once-per-host: one goes on, the other gives its slot
+// back, and the history of neither slot shows a run that never happened.
+func TestAzuriteSameHostRaceLeavesNoPhantomRun(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "race"}
+	slots := func(cf *Config) { cf.Slots = 2 }
+	ran := 0
+	for round := range 8 {
+		host := fmt.Sprintf("vm-%d", round)
+		results := make(chan *Lease, 2)
+		for range 2 {
+			go func() {
+				l, err := azuriteElector(t, azuriteClient(t, cfg), host, slots).Acquire(ctx,
+					WaitOptions{NoWait: true, OncePerHost: host})
+				if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrSkipped) {
+					t.Errorf("round %d: %v", round, err)
+				}
+				results <- l
+			}()
+		}
+		for range 2 {
+			if l := <-results; l != nil {
+				ran++
+				if err := l.RecordRunEnd(ctx, 1); err != nil { // a failed run: the host stays not done
+					t.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	c := azuriteClient(t, cfg)
+	listed, _, err := c.List(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, b := range listed {
+		for _, r := range ReadHistory(b.Props.Metadata, false) {
+			runs++
+			if r.Lost() {
+				t.Errorf("slot %s: a run that never happened: %+v", b.Name, r)
+			}
+		}
+	}
+	if runs != ran {
+		t.Errorf("%d runs in the slots' histories, %d ran", runs, ran)
+	}
+}

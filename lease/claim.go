@@ -116,6 +116,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			return err
 		}
 		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !now.IsZero()
+		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
 		l.sawDate(now)
 		l.sawDate(date)
 		return nil

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -565,4 +566,38 @@ func TestFollowerWaitsOutAHolderWhoseBlobIsGone(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A lease given back without running COMMAND takes back the run start its
+// claim recorded: the history and the once-per window are as before, the
+// term stays as claimed.
+func TestReleaseUnusedTakesBackTheRunStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newFakeStore(t)
+		before := map[string]string{"term": "7", "holder": "vm-2", "lastrunstart": formatTime(time.Now().Add(-time.Hour)),
+			"lastrunend": formatTime(time.Now().Add(-50 * time.Minute)), "lastrunholder": "vm-2", "lastrunterm": "7", "lastexit": "0"}
+		s.meta = maps.Clone(before)
+		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ReleaseUnused(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		md := s.metadata()
+		for _, k := range []string{"lastrunstart", "lastrunend", "lastrunholder", "lastrunterm", "lastexit"} {
+			if md[k] != before[k] {
+				t.Errorf("%s = %q, want %q as before the claim", k, md[k], before[k])
+			}
+		}
+		if len(ReadHistory(md, false)) != 1 || md["term"] != "8" {
+			t.Errorf("history %+v, term %s: want vm-2's run alone, term 8", ReadHistory(md, false), md["term"])
+		}
+		// The window is open again for the next contender.
+		l, err = newTestElector(t, s, "vm-3").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+		if err != nil {
+			t.Fatalf("the next contender: %v, want the window open", err)
+		}
+		_ = l.Release(context.Background())
+	})
 }

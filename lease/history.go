@@ -98,6 +98,27 @@ func historyHolder(holder string) string {
 
 func historyKey(i int) string { return mdHistoryPrefix + strconv.Itoa(i) }
 
+// runKeys are the keys a run's start changes (startRun): the lastrun* keys
+// and the history.
+func runKeys() []string {
+	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
+	for i := range HistoryLen {
+		keys = append(keys, historyKey(i))
+	}
+	return keys
+}
+
+// pickKeys returns the keys of md that are among keys.
+func pickKeys(md map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := md[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
 
 func encodeRun(r Run) string {

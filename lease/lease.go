@@ -50,12 +50,15 @@ type Lease struct {
 	// runStartRecorded: the claim wrote lastrunstart with the term, so the
 	// first RecordRunStart has nothing to do.
 	runStartRecorded bool
-	date             time.Time // the latest service Date seen
-	dateAt           time.Time // when that answer arrived (monotonic)
-	stopKeeper       context.CancelFunc
-	keeperDone       chan struct{}
-	releasing        bool // Release was called: the keeper exits without closing Lost
-	released         bool
+	// preRun is the run record (runKeys) as it was before the claim wrote
+	// this run's start: ReleaseUnused puts it back.
+	preRun     map[string]string
+	date       time.Time // the latest service Date seen
+	dateAt     time.Time // when that answer arrived (monotonic)
+	stopKeeper context.CancelFunc
+	keeperDone chan struct{}
+	releasing  bool // Release was called: the keeper exits without closing Lost
+	released   bool
 }
 
 func newLease(c *Client, cfg Config, id string, sent, date time.Time) *Lease {
@@ -158,6 +161,32 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	l.meta = md
 	l.mu.Unlock()
 	return nil
+}
+
+// ReleaseUnused gives back a lease whose COMMAND was never started: it
+// takes back the run start the claim recorded (so that history shows no
+// run that never happened and no once-per window is spent), then releases.
+// The term stays as claimed: it only grows.
+func (l *Lease) ReleaseUnused(ctx context.Context) error {
+	if l.runStartRecorded && l.preRun != nil {
+		pre := l.preRun
+		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
+			for _, k := range runKeys() {
+				if v, ok := pre[k]; ok {
+					md[k] = v
+				} else {
+					delete(md, k)
+				}
+			}
+			return md
+		})
+		if err != nil {
+			l.log.Debug("could not take back the run start", "error", err)
+		} else {
+			l.runStartRecorded = false
+		}
+	}
+	return l.Release(ctx)
 }
 
 // Release stops the keeper, then releases the lease with a fresh context of

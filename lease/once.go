@@ -151,7 +151,7 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if err == nil && !done {
 		return nil
 	}
-	if rerr := l.Release(ctx); rerr != nil {
+	if rerr := l.ReleaseUnused(ctx); rerr != nil {
 		a.e.log.Debug("release after the done check failed", "error", rerr)
 	}
 	if err != nil {

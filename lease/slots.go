@@ -278,7 +278,7 @@ func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
 	default:
 		return nil
 	}
-	if rerr := l.Release(ctx); rerr != nil {
+	if rerr := l.ReleaseUnused(ctx); rerr != nil {
 		a.e.log.Debug("release after the done check failed", "error", rerr)
 	}
 	return why
