@@ -28,6 +28,7 @@
 // characters are cut in history entries (the first 93 and "..."); the
 // lastrun and lastsuccess keys keep them whole. Should foreign keys crowd the
 // metadata anyway, [pushRun] drops the oldest entries until it fits.
+
 package lease
 
 import (

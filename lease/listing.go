@@ -1,5 +1,6 @@
 // Reading the blobs of a container listing, which returns each blob's lease
 // state and metadata (what one Get Blob Properties returns for one blob).
+
 package lease
 
 import "time"

@@ -15,6 +15,7 @@
 //
 // Lease names may therefore not contain "~". Done markers of earlier
 // releases, NAME~done/HOST, are still read.
+
 package lease
 
 import (

@@ -1,5 +1,6 @@
 // The pause marker (NAME~pause, see names.go): while it exists and has not
 // run out, no contender acquires NAME.
+
 package lease
 
 import "time"
