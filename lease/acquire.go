@@ -259,27 +259,6 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	return l, nil
 }
 
-// holderMayRun is asked when the blob (or its container) is found gone. A
-// follower that saw the lease held does not create it again until the
-// lease duration it last saw has passed since it first found it gone: the
-// holder it saw learns of the loss at its next renewal and stops its child
-// within its own lease, which cannot reach beyond that (the safety rule).
-func (a *attempt) holderMayRun() bool {
-	if a.seen == nil {
-		return false
-	}
-	d := a.seen.LeaseDuration
-	if d <= 0 {
-		d = MaxDuration
-	}
-	if a.goneAt.IsZero() {
-		a.goneAt = time.Now()
-		a.e.log.Info("the lease blob is gone under its holder: waiting out its lease before creating it again",
-			"holder", a.seen.Holder, "term", a.seen.Term, "wait", d)
-	}
-	return time.Since(a.goneAt) < d
-}
-
 // releaseQuietly releases a lease this attempt will not hand over, from a
 // fresh bounded context (ctx may be done). If it fails, cleanup tries again.
 func (a *attempt) releaseQuietly(ctx context.Context) {
@@ -311,79 +290,6 @@ func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err 
 	sent = time.Now()
 	ans, err = a.e.c.acquire(rctx, a.leaseID, a.e.cfg.Duration)
 	return sent, ans, err
-}
-
-// requestCtx bounds one request (see requestDeadline) and records when it
-// was sent.
-func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	a.reqStart = time.Now()
-	return context.WithDeadline(ctx, a.requestDeadline())
-}
-
-// requestDeadline bounds a request sent now: requestTimeout, and the wait's
-// deadline while it is ahead.
-func (a *attempt) requestDeadline() time.Time {
-	now := time.Now()
-	d := now.Add(requestTimeout)
-	if !a.deadline.IsZero() && a.deadline.After(now) {
-		d = minTime(d, a.deadline)
-	}
-	return d
-}
-
-// failed records a storage failure. It returns the error to give up with,
-// or nil after waiting a full-jitter backoff. The budget for failures in a
-// row is the wait's deadline (Timeout) if there is one, else
-// StorageTimeout: a throttled fleet keeps trying, spread out, instead of
-// giving up on the first 503. Retries are logged at debug level only: a
-// failure that outlasts the budget gets its one line from the caller.
-func (a *attempt) failed(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	se := asStorageError(err)
-	if se == nil {
-		return err
-	}
-	if !se.Transient() {
-		return se
-	}
-	a.failures.count(a.reqStart)
-	if a.expired() && a.seen != nil {
-		return a.heldError(a.seen) // the wait is over; the last thing known is a holder
-	}
-	if a.expired() || (a.deadline.IsZero() && time.Since(a.failures.since) >= a.w.StorageTimeout) {
-		return se
-	}
-	delay := fullJitter(a.failures.n)
-	if a.deadline.IsZero() {
-		delay = min(delay, time.Until(a.failures.since.Add(a.w.StorageTimeout)))
-	}
-	a.e.log.Debug("storage request failed, retrying", "error", se, "retry_in", delay)
-	return a.sleep(ctx, delay)
-}
-
-func (a *attempt) succeeded() { a.failures.reset() }
-
-func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
-
-// pollWait waits one poll interval: PollInterval ±20 %, as sleep does.
-func (a *attempt) pollWait(ctx context.Context) error {
-	return a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2))
-}
-
-// sleep waits d, or until the wait's deadline, or until ctx ends.
-func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
-	if !a.deadline.IsZero() {
-		d = min(d, time.Until(a.deadline))
-	}
-	if d <= 0 {
-		return nil
-	}
-	if waitFor(ctx.Done(), d) {
-		return ctx.Err()
-	}
-	return nil
 }
 
 // holding asks Hold whether to hold off the acquire about to be sent, and
