@@ -70,7 +70,10 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
 	l, err := e.Acquire(waitCtx, lease.WaitOptions{
-		NoWait:         o.noWait,
+		NoWait: o.noWait,
+		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
+		// losing contender need not read who holds the lease.
+		HeldIsEnough:   o.noWait && o.conflictCode == exitOK && !log.IsInfo(),
 		Timeout:        o.timeout,
 		StorageTimeout: o.storageTime,
 		OncePer:        o.oncePer,

@@ -136,6 +136,8 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 	case errors.Is(err, errGoneNow):
 		a.succeeded()
 		return false, a.giveUpOrWait(ctx, a.seen)
+	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
+		return false, &HeldError{}
 	case errors.Is(err, errHeldNow):
 		a.succeeded()
 		a.contended++
@@ -229,6 +231,13 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
 			se.kind = kindTransient // deleted right after we created it
 		case se.kind == kindHeld || se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusPreconditionFailed:
+			// Someone else holds it: not with our lease ID, which every
+			// acquire of this attempt proposes, so none of ours landed
+			// unseen either (a lease of ours being broken is the one
+			// refusal that does not say so).
+			if se.Code != codeLeaseBreaking {
+				a.unsure = false
+			}
 			return nil, errHeldNow
 		}
 		return nil, se

@@ -41,6 +41,13 @@ func (e *Elector) Config() Config { return e.cfg }
 type WaitOptions struct {
 	NoWait  bool          // try once: held by someone else → *HeldError
 	Timeout time.Duration // 0 waits for ever; on expiry → *HeldError
+	// HeldIsEnough, with NoWait, ends the attempt at the first refused
+	// acquire with a *HeldError that names no holder, without the read
+	// that would name it: for a caller to whom "held" and "skipped by the
+	// once-per window" end alike and nothing is shown (leaderrun's
+	// --no-wait -E 0 -q), so that a losing contender costs the blob one
+	// request.
+	HeldIsEnough bool
 	// StorageTimeout is how long storage failures in a row (throttling,
 	// 5xx, timeouts, network) are retried before Acquire gives up with the
 	// last one, when Timeout is 0; with a Timeout, its deadline is the

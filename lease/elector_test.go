@@ -602,3 +602,44 @@ func TestReleaseUnusedTakesBackTheRunStart(t *testing.T) {
 		_ = l.Release(context.Background())
 	})
 }
+
+// A losing contender for whom held and skipped end alike (HeldIsEnough)
+// costs one request; one whose first acquire was throttled and the next
+// refused as held owes no release: a refusal proves none of its acquires,
+// all with the same lease ID, holds the lease.
+func TestLoserRequests(t *testing.T) {
+	t.Run("held is enough", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, map[string]string{"holder": "vm-9"})
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, HeldIsEnough: true})
+			if !errors.Is(err, ErrHeld) {
+				t.Fatalf("err = %v, want ErrHeld", err)
+			}
+			if s.count(opAcquire) != 1 || s.count(opGetProps) != 0 {
+				t.Errorf("acquires %d, reads %d: want the refused acquire alone", s.count(opAcquire), s.count(opGetProps))
+			}
+		})
+	})
+	t.Run("throttled, then held", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := newFakeStore(t)
+			s.holdBy("other", time.Hour, map[string]string{"holder": "vm-9"})
+			var once sync.Once
+			s.setHook(func(ctx context.Context, op string) error {
+				var err error
+				if op == opAcquire {
+					once.Do(func() { err = respErr(http.StatusServiceUnavailable, "ServerBusy") })
+				}
+				return err
+			})
+			_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+			if !errors.Is(err, ErrHeld) {
+				t.Fatalf("err = %v, want ErrHeld", err)
+			}
+			if s.count(opRelease) != 0 {
+				t.Errorf("%d releases after a refusal, want none", s.count(opRelease))
+			}
+		})
+	})
+}

@@ -262,6 +262,7 @@ const (
 	codeBlobNotFound      = string(bloberror.BlobNotFound)
 	codeContainerNotFound = string(bloberror.ContainerNotFound)
 	codeConditionNotMet   = string(bloberror.ConditionNotMet)
+	codeLeaseBreaking     = string(bloberror.LeaseIsBreakingAndCannotBeAcquired)
 )
 
 // mapError is the one place where storage and network errors are classified
