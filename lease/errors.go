@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -170,7 +171,8 @@ type StorageError struct {
 	Err        error  // sanitized cause when no answer came; nil otherwise
 
 	kind    errKind
-	summary string // what happened when no answer came; "storage unreachable" if empty
+	summary string  // what happened when no answer came; "storage unreachable" if empty
+	setting setting // the account's or the container's setting that refused it (account.go)
 }
 
 func (e *StorageError) Error() string {
@@ -277,7 +279,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	se = &StorageError{Op: op}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		se.StatusCode, se.Code = re.StatusCode, re.ErrorCode
+		se.StatusCode, se.Code, se.setting = re.StatusCode, re.ErrorCode, settingOf(re)
 		switch {
 		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
 			se.kind = kindContainerMissing
@@ -291,6 +293,8 @@ func (c *Client) mapError(op string, err error) *StorageError {
 			se.kind = kindExists
 		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
 			se.kind = kindTransient
+		case se.setting == settingLegalHold || se.setting == settingImmutability:
+			se.kind = kindPermanent // the container's setting (account.go), not a conflict
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
 			se.kind = kindConflict
 		case re.StatusCode == http.StatusRequestTimeout || re.StatusCode == http.StatusTooManyRequests ||
@@ -301,7 +305,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		}
 		permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
 			bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
-		se.Hint = c.hint(se, permission)
+		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se, permission))
 		return se
 	}
 
