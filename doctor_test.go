@@ -229,10 +229,21 @@ func TestDoctor(t *testing.T) {
 				"AZURE_STORAGE_SAS_TOKEN=" + tok, "LEADERRUN_CONTAINER=" + name}
 		}
 
-		// Without list and delete: a run works; what needs them is named.
-		tok, sig := token(sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true})
+		// Everything a run and the fleet commands need: all ok, although a
+		// container SAS may not read the container's properties.
+		tok, sig := token(sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true})
 		r := runLR(t, bin, sasEnv(tok), "doctor", "-l", "job", "-o", "json")
 		rep := parseDoctor(t, r)
+		if r.code != 0 || !rep.OK {
+			t.Errorf("doctor with a SAS racwdl: %s, want exit 0", r)
+		}
+		rep.wantCheck(t, "container", "ok", "no immutability policy or legal hold stops a write")
+		noSecret(t, r, sig)
+
+		// Without list and delete: a run works; what needs them is named.
+		tok, sig = token(sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true})
+		r = runLR(t, bin, sasEnv(tok), "doctor", "-l", "job", "-o", "json")
+		rep = parseDoctor(t, r)
 		if r.code != 1 || !rep.OK {
 			t.Errorf("doctor with a SAS without list and delete: %s, want exit 1 and ok", r)
 		}

@@ -149,6 +149,8 @@ type doctor struct {
 
 	skews   []time.Duration // the service's Date minus this host's clock, per answer
 	version string          // the API version sent
+
+	containerUnread *StorageError // the refusal of the container's properties
 }
 
 func (d *doctor) set(name string, status CheckStatus, format string, args ...any) {
@@ -220,6 +222,7 @@ func (d *doctor) run(ctx context.Context) {
 		d.leaseAndMetadata(ctx)
 		d.list(ctx, true)
 		d.remove(ctx)
+		d.containerWritten()
 	} else {
 		if writable {
 			d.notTried("no scratch blob (create was refused)", CheckLease, CheckMetadata, CheckDelete)
@@ -328,6 +331,7 @@ func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 	case r.err != nil:
 		d.set(CheckContainer, CheckWarning, "cannot tell whether %s has an immutability policy or a legal hold: %s",
 			d.c.container, answerText(r.err))
+		d.containerUnread = r.err
 	case ci.LegalHold || ci.ImmutabilityPolicy:
 		var what []string
 		if ci.ImmutabilityPolicy {
@@ -342,6 +346,17 @@ func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.container)
 	}
 	return true, true
+}
+
+// containerWritten settles a container whose properties could not be read
+// (a service SAS may not read them): if the scratch blob's metadata was
+// written and the blob deleted, nothing stops a run's writes.
+func (d *doctor) containerWritten() {
+	if d.containerUnread == nil || d.results[CheckMetadata].Status != CheckOK || d.results[CheckDelete].Status != CheckOK {
+		return
+	}
+	d.set(CheckContainer, CheckOK, "%s: no immutability policy or legal hold stops a write (the scratch blob's metadata and delete went through; "+
+		"its properties were not readable: %s)", d.c.container, answerText(d.containerUnread))
 }
 
 // create creates the scratch blob as a run creates a lease blob.
