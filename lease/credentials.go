@@ -106,7 +106,7 @@ func (c *Client) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAut
 			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
 		})
 		if err != nil {
-			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
+			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
 		auth.token = cred

@@ -8,6 +8,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -115,7 +116,7 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	s, err := c.Sibling(cmpOr(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
+	s, err := c.Sibling(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +127,6 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	}
 	d.run(ctx)
 	return d.report(), nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // doctor is one run of Doctor.
@@ -254,7 +248,7 @@ func (d *doctor) probe(ctx context.Context) bool {
 		d.set(CheckCredential, CheckWarning, "%s: not checked (the service refused the API version first)", d.credential())
 		d.set(CheckVersion, CheckFailed, "refused: %s", answerText(se))
 		return false
-	case se.summary == "no credential" || authRefused(se):
+	case se.summary == noCredential || authRefused(se):
 		d.set(CheckCredential, CheckFailed, "%s: refused: %s", d.credential(), answerText(se))
 		d.clock()
 		return false
@@ -271,7 +265,7 @@ func (d *doctor) probe(ctx context.Context) bool {
 	}
 	d.set(CheckCredential, CheckOK, "%s: accepted", d.credential())
 	d.set(CheckEndpoint, CheckOK, "%s", d.s.containerURL)
-	v := cmpOr(d.version, "the SDK's")
+	v := cmp.Or(d.version, "the SDK's")
 	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", v)
 	return true
 }
@@ -681,7 +675,7 @@ func answerText(se *StorageError) string {
 	if se.StatusCode == 0 {
 		return strings.TrimPrefix(se.Error(), "lease: ")
 	}
-	s := fmt.Sprintf("%d %s", se.StatusCode, cmpOr(se.Code, http.StatusText(se.StatusCode)))
+	s := fmt.Sprintf("%d %s", se.StatusCode, cmp.Or(se.Code, http.StatusText(se.StatusCode)))
 	if se.Hint != "" {
 		s += " (" + se.Hint + ")"
 	}

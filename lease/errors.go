@@ -175,6 +175,10 @@ type StorageError struct {
 	setting setting // the account's or the container's setting that refused it (account.go)
 }
 
+// noCredential is a StorageError's summary when no credential could be
+// had (Microsoft Entra ID gave no token).
+const noCredential = "no credential"
+
 func (e *StorageError) Error() string {
 	var b strings.Builder
 	b.WriteString("lease: ")
@@ -330,7 +334,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		se.Hint = "the endpoint's TLS certificate is not trusted by this host"
 	case errors.As(err, &nonRetriable):
 		// The SDK marks credential failures (no Entra ID token) this way.
-		se.kind, se.summary = kindPermanent, "no credential"
+		se.kind, se.summary = kindPermanent, noCredential
 		if c.auth == authEntra {
 			se.Hint = "no Microsoft Entra ID credential worked: on Azure VMs enable a managed identity; " +
 				"elsewhere use 'az login', or set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN"
