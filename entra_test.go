@@ -228,7 +228,7 @@ func startOAuthAzurite(t *testing.T, bin, cert, key string) int {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port), "--inMemoryPersistence",
-			"--silent", "--loose", "--skipApiVersionCheck", "--disableTelemetry",
+			"--silent", "--loose", "--disableTelemetry",
 			"--oauth", "basic", "--cert", cert, "--key", key)
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -146,6 +146,7 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 	opts.addFlags(root.Flags())
 	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
 	root.AddCommand(newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a), newResumeCmd(a))
+	root.AddCommand(newDoctorCmd(a))
 	completeLeaseNames(root)
 	return root
 }

@@ -211,6 +211,10 @@ type Properties struct {
 
 	LastRun *RunRecord // nil if no run was recorded
 
+	// Directory: the blob is a directory of a hierarchical-namespace
+	// account (account.go), not a lease.
+	Directory bool
+
 	etag string // the blob's ETag when read; "" if absent
 }
 

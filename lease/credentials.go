@@ -43,6 +43,7 @@ type credentialSource struct {
 	account, endpoint string
 	key, sas          string
 	secrets           []string
+	fromConnString    bool // the credential came from a connection string
 }
 
 // pickCredentials applies the order: a connection string; an account with
@@ -56,7 +57,7 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 		if err != nil {
 			return src, err
 		}
-		src.account, src.key, src.sas = cs.account, cs.key, cs.sas
+		src.account, src.key, src.sas, src.fromConnString = cs.account, cs.key, cs.sas, true
 		if src.endpoint == "" {
 			src.endpoint = cs.endpoint
 		}
@@ -105,7 +106,7 @@ func (c *Client) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAut
 			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
 		})
 		if err != nil {
-			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: "no credential",
+			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
 		auth.token = cred

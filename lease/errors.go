@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -170,8 +171,13 @@ type StorageError struct {
 	Err        error  // sanitized cause when no answer came; nil otherwise
 
 	kind    errKind
-	summary string // what happened when no answer came; "storage unreachable" if empty
+	summary string  // what happened when no answer came; "storage unreachable" if empty
+	setting setting // the account's or the container's setting that refused it (account.go)
 }
+
+// noCredential is a StorageError's summary when no credential could be
+// had (Microsoft Entra ID gave no token).
+const noCredential = "no credential"
 
 func (e *StorageError) Error() string {
 	var b strings.Builder
@@ -278,7 +284,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	se = &StorageError{Op: op}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		se.StatusCode, se.Code = re.StatusCode, re.ErrorCode
+		se.StatusCode, se.Code, se.setting = re.StatusCode, re.ErrorCode, settingOf(re)
 		switch {
 		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
 			se.kind = kindContainerMissing
@@ -292,6 +298,8 @@ func (c *Client) mapError(op string, err error) *StorageError {
 			se.kind = kindExists
 		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
 			se.kind = kindTransient
+		case se.setting == settingLegalHold || se.setting == settingImmutability:
+			se.kind = kindPermanent // the container's setting (account.go), not a conflict
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
 			se.kind = kindConflict
 		case re.StatusCode == http.StatusRequestTimeout || re.StatusCode == http.StatusTooManyRequests ||
@@ -302,7 +310,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		}
 		permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
 			bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
-		se.Hint = c.hint(se, permission)
+		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se, permission))
 		return se
 	}
 
@@ -327,7 +335,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 		se.Hint = "the endpoint's TLS certificate is not trusted by this host"
 	case errors.As(err, &nonRetriable):
 		// The SDK marks credential failures (no Entra ID token) this way.
-		se.kind, se.summary = kindPermanent, "no credential"
+		se.kind, se.summary = kindPermanent, noCredential
 		if c.auth == authEntra {
 			se.Hint = "no Microsoft Entra ID credential worked: on Azure VMs enable a managed identity; " +
 				"elsewhere use 'az login', or set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN"

@@ -214,10 +214,16 @@ const (
 	maxRenewTry = 3 * time.Second
 )
 
-// renewTry bounds one renew request: a third of the window between a
-// scheduled renewal and the stop deadline, kept within minRenewTry and
-// maxRenewTry.
+// renewTry bounds one renew request: see renewTiming.
 func (l *Lease) renewTry() time.Duration {
-	window := l.Duration - killMargin - l.StopBudget - l.renewInterval
-	return min(max(window/3, minRenewTry), maxRenewTry)
+	_, try := renewTiming(l.Duration, l.StopBudget, l.renewInterval)
+	return try
+}
+
+// renewTiming is the window between a scheduled renewal and the stop
+// deadline, and the bound of one renew try: a third of the window, kept
+// within minRenewTry and maxRenewTry.
+func renewTiming(duration, stopBudget, renewInterval time.Duration) (window, try time.Duration) {
+	window = duration - killMargin - stopBudget - renewInterval
+	return window, min(max(window/3, minRenewTry), maxRenewTry)
 }

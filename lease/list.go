@@ -165,7 +165,8 @@ type Listed struct {
 // List lists the blobs of the container whose names begin with prefix
 // ("" for all), with their lease state and metadata, in one request per
 // 5,000 blobs, and returns them in name order with the service's Date of
-// the answer. A missing container is an empty listing. Failures are
+// the answer. The directories of a hierarchical-namespace account are
+// left out. A missing container is an empty listing. Failures are
 // *StorageError; a done ctx returns ctx.Err().
 func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
@@ -194,6 +195,9 @@ func (c *Client) list(ctx context.Context, prefix string, skipHelpers bool) ([]L
 	}
 	out := make([]Listed, 0, len(blobs))
 	for _, b := range blobs {
+		if isDirectory(b.Metadata) {
+			continue // a hierarchical namespace's directory (account.go)
+		}
 		p := PropertiesOf(State(b.LeaseState), b.Metadata, ans.Date)
 		p.etag = b.ETag
 		out = append(out, Listed{Name: b.Name, Props: p})

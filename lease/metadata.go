@@ -41,6 +41,7 @@ func newProperties(state State, raw map[string]string, date time.Time) *Properti
 		p.LeaseDuration = time.Duration(s) * time.Second
 	}
 	p.AcquiredAt = parseTime(md[mdAcquiredAt])
+	p.Directory = isDirectory(md)
 	if start := parseTime(md[mdLastRunStart]); !start.IsZero() {
 		r := &RunRecord{Holder: md[mdLastRunHolder], Start: start, End: parseTime(md[mdLastRunEnd])}
 		if code, err := strconv.Atoi(md[mdLastExit]); err == nil {

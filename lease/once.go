@@ -81,8 +81,13 @@ func withSlots(md map[string]string, n int) map[string]string {
 func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 
 // pollCheck applies to every read of a contender (held or free): another
-// slot count recorded, or --once with a success recorded, ends the wait.
+// slot count recorded, or --once with a success recorded, ends the wait;
+// so does a lease blob that is a directory (account.go), before anything
+// is written to it.
 func (a *attempt) pollCheck(p *Properties) error {
+	if p.Directory {
+		return directoryError(a.e.c.blobName)
+	}
 	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
 		return slotsErr(leaseName(a.e.c.blobName), a.e.cfg.Slots, r)
 	}

@@ -53,9 +53,17 @@ func messageFor(code string) string {
 // body (none for HEAD, as the service does). net/http adds the Date header.
 // code must be letters and digits only (it is written unescaped).
 func writeAzureError(w http.ResponseWriter, r *http.Request, status int, code string) {
+	writeServiceError(w, r, status, code, messageFor(code), "")
+}
+
+// writeServiceError is writeAzureError with the message given (escaped
+// here) and more elements for the error body, already XML ("" for none),
+// such as the service's <HeaderName> of a refused header. A Date header
+// already set is kept.
+func writeServiceError(w http.ResponseWriter, r *http.Request, status int, code, message, more string) {
 	id := requestID()
-	body := fmt.Sprintf("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>%s</Code><Message>%s\nRequestId:%s\nTime:%s</Message></Error>",
-		code, messageFor(code), id, time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z"))
+	body := fmt.Sprintf("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>%s</Code><Message>%s\nRequestId:%s\nTime:%s</Message>%s</Error>",
+		code, xmlEscape(message), id, time.Now().UTC().Format("2006-01-02T15:04:05.0000000Z"), more)
 	h := w.Header()
 	h.Set("Content-Type", "application/xml")
 	h.Set("Content-Length", strconv.Itoa(len(body)))

@@ -68,6 +68,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			writeAzureError(w, r, m.errorStatus(), m.errorCode())
 			return
 		}
+		if m.Account.refuse(w, r) {
+			return
+		}
+		w = m.Account.writer(w, r)
 		if lose {
 			p.forwardAndLose(w, r.WithContext(ctx), m.LoseAnswer)
 			return

@@ -70,6 +70,12 @@ type Mode struct {
 	// Throttle refuses requests to a blob beyond a rate, before anything
 	// else is judged: see Throttle.
 	Throttle Throttle
+
+	// Account gives the answers of an account's and a container's
+	// settings that the emulator cannot take (account.go). Its refusals
+	// come after ErrorRate's and before LoseAnswer; its headers go on
+	// every answer forwarded.
+	Account Account
 }
 
 // latency is the wait Latency asks for.

@@ -1,0 +1,225 @@
+// Account settings: what the service says about the storage account (Get
+// Account Information) and about the container (Get Container Properties),
+// and the one plain line, cause and fix, for the refusals that an
+// account's settings cause wherever a request meets them: shared-key
+// access disabled, an immutability policy or a legal hold on the
+// container, an API version the service does not accept. mapError
+// (errors.go) puts that line in every *StorageError it makes.
+//
+// Two settings never show in an answer of the data plane: lifecycle
+// management rules that delete blobs, and a geo failover. The README's
+// "Before the fleet relies on it" says what they do to a lease.
+
+package lease
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// The service's error codes for the account's settings. bloberror (azblob
+// v1.8.0) lacks most of them; the service's list of Blob error codes has
+// them all.
+const (
+	codeKeyBasedAuthNotPermitted    = bloberror.Code("KeyBasedAuthenticationNotPermitted")
+	codeImmutableDueToPolicy        = bloberror.BlobImmutableDueToPolicy
+	codeImmutableDueToLegalHold     = bloberror.Code("BlobImmutableDueToLegalHold")
+	codeContainerHasLegalHold       = bloberror.Code("ContainerHasLegalHold")
+	codeContainerImmutabilityLocked = bloberror.Code("ContainerImmutabilityPolicyLocked")
+)
+
+const (
+	headerVersion = "x-ms-version"
+	// hnsFolderKey marks a directory in the listing of a
+	// hierarchical-namespace account.
+	hnsFolderKey = "hdi_isfolder"
+
+	immutableCause = "the service refuses every change to a blob already there, so leaderrun cannot record a term, a run's end or a resume"
+	immutableFix   = "use a container without one (--container)"
+)
+
+// setting is an account's or a container's setting that a refusal comes
+// from.
+type setting int
+
+const (
+	settingNone         setting = iota
+	settingKeyAuthOff           // shared-key access disabled on the account
+	settingLegalHold            // a legal hold on the container
+	settingImmutability         // an immutability policy on the container
+	settingVersion              // the service does not accept the API version sent
+)
+
+// settingOf tells which setting, if any, an answer comes from.
+func settingOf(re *azcore.ResponseError) setting {
+	switch {
+	case bloberror.HasCode(re, codeKeyBasedAuthNotPermitted):
+		return settingKeyAuthOff
+	case bloberror.HasCode(re, codeImmutableDueToLegalHold, codeContainerHasLegalHold):
+		return settingLegalHold
+	case bloberror.HasCode(re, codeImmutableDueToPolicy, codeContainerImmutabilityLocked):
+		return settingImmutability
+	}
+	if _, ok := versionRefused(re); ok {
+		return settingVersion
+	}
+	return settingNone
+}
+
+// accountHint is the cause and the fix of a refusal that comes from the
+// setting s; "" for none.
+func (c *Client) accountHint(s setting, re *azcore.ResponseError) string {
+	switch s {
+	case settingKeyAuthOff:
+		return "shared-key access is disabled on this storage account (AllowSharedKeyAccess=false), which refuses its keys " +
+			"and the SAS tokens they sign: use Microsoft Entra ID (unset AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY " +
+			"and AZURE_STORAGE_SAS_TOKEN, and grant this host's identity the 'Storage Blob Data Contributor' role on container " +
+			c.container + ") or a user delegation SAS"
+	case settingLegalHold:
+		return "container " + c.container + " has a legal hold: " + immutableCause + "; " + immutableFix
+	case settingImmutability:
+		return "container " + c.container + " has an immutability policy: " + immutableCause + "; " + immutableFix
+	case settingVersion:
+		v := "the API version this leaderrun sends"
+		if sent, _ := versionRefused(re); sent != "" {
+			v = "API version " + sent + ", which this leaderrun sends"
+		}
+		return "the service does not accept " + v + " (Azure Stack Hub and older emulators accept older versions only): " +
+			"use an Azure Storage account, or Azurite 3.37 or later"
+	}
+	return ""
+}
+
+// versionRefused reports a 400 InvalidHeaderValue about the API version
+// (x-ms-version), and the version sent ("" if unknown). The service names
+// the header in the answer's body; a HEAD answer has no body, and since
+// every other header leaderrun sends is checked before it is sent, an
+// InvalidHeaderValue without a body is taken to be about the version too.
+func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
+	if re.StatusCode != http.StatusBadRequest || !bloberror.HasCode(re, bloberror.InvalidHeaderValue) {
+		return "", false
+	}
+	resp := re.RawResponse
+	if resp == nil {
+		return "", true
+	}
+	if resp.Request != nil {
+		sent = headerValue(resp.Request.Header, headerVersion)
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return sent, true
+	}
+	lower := bytes.ToLower(body)
+	return sent, bytes.Contains(lower, []byte(headerVersion)) || bytes.Contains(lower, []byte("api version"))
+}
+
+// isDirectory reports whether a blob's metadata (names lowercased) marks
+// it as a directory of a hierarchical-namespace account: such accounts
+// list a directory as a zero-length blob with hdi_isfolder=true.
+func isDirectory(md map[string]string) bool { return md[hnsFolderKey] == "true" }
+
+// directoryError refuses a lease name that is a directory of a
+// hierarchical-namespace account: a blob named NAME/… made it one, and a
+// lease cannot be a directory.
+func directoryError(name string) *ConfigError {
+	return configErr("lease name", "%q is a directory on this account (hierarchical namespace: a blob named %q makes it one): "+
+		"choose a lease name that no other blob's name begins with followed by '/'", name, name+"/…")
+}
+
+// accountInfo is what Get Account Information says.
+type accountInfo struct {
+	Kind, SKU string // "" if not said
+	HNS       bool   // hierarchical namespace (Data Lake Storage)
+}
+
+// containerInfo is what Get Container Properties says about the settings
+// that refuse writes.
+type containerInfo struct {
+	ImmutabilityPolicy, LegalHold bool
+}
+
+// accountAPI is the storage edge for what the account and the container
+// say about themselves. azBlob sends these requests; they need no blob.
+type accountAPI interface {
+	accountInfo(ctx context.Context) (accountInfo, error)
+	containerInfo(ctx context.Context) (containerInfo, error)
+}
+
+// containerReader is the part of the SDK's container client that reads
+// the account's and the container's properties.
+type containerReader interface {
+	GetAccountInfo(ctx context.Context, o *container.GetAccountInfoOptions) (container.GetAccountInfoResponse, error)
+	GetProperties(ctx context.Context, o *container.GetPropertiesOptions) (container.GetPropertiesResponse, error)
+}
+
+var (
+	_ containerReader = (*container.Client)(nil)
+	_ accountAPI      = (*azBlob)(nil)
+)
+
+func (a *azBlob) reader() containerReader {
+	r, _ := a.container.(containerReader)
+	return r
+}
+
+func (a *azBlob) accountInfo(ctx context.Context) (accountInfo, error) {
+	r, err := a.reader().GetAccountInfo(ctx, nil)
+	if err != nil {
+		return accountInfo{}, err
+	}
+	var ai accountInfo
+	if r.AccountKind != nil {
+		ai.Kind = string(*r.AccountKind)
+	}
+	if r.SKUName != nil {
+		ai.SKU = string(*r.SKUName)
+	}
+	ai.HNS = r.IsHierarchicalNamespaceEnabled != nil && *r.IsHierarchicalNamespaceEnabled
+	return ai, nil
+}
+
+func (a *azBlob) containerInfo(ctx context.Context) (containerInfo, error) {
+	r, err := a.reader().GetProperties(ctx, nil)
+	if err != nil {
+		return containerInfo{}, err
+	}
+	return containerInfo{
+		ImmutabilityPolicy: r.HasImmutabilityPolicy != nil && *r.HasImmutabilityPolicy,
+		LegalHold:          r.HasLegalHold != nil && *r.HasLegalHold,
+	}, nil
+}
+
+// headerValue is h's value for name, in any case: the SDK sets its x-ms-*
+// request headers in lowercase, past http.Header's canonical form.
+func headerValue(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
+}
+
+// answerDate is a raw answer's Date header; zero if absent or malformed.
+func answerDate(resp *http.Response) time.Time {
+	if resp == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
