@@ -88,7 +88,7 @@ func TestAccountSettingRefusals(t *testing.T) {
 // fakeLister answers a listing with blobs.
 type fakeLister []listedBlob
 
-func (f fakeLister) listBlobs(context.Context, string) ([]listedBlob, answer, error) {
+func (f fakeLister) listBlobs(context.Context, string, bool) ([]listedBlob, answer, error) {
 	return f, answer{Date: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}, nil
 }
 

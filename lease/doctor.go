@@ -479,7 +479,7 @@ func (d *doctor) leaseAndMetadata(ctx context.Context) {
 func (d *doctor) list(ctx context.Context, created bool) {
 	var found bool
 	r := d.do(ctx, "list blobs", func(ctx context.Context) error {
-		blobs, _, err := d.s.lister.listBlobs(ctx, d.s.blobName)
+		blobs, _, err := d.s.lister.listBlobs(ctx, d.s.blobName, false)
 		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.blobName })
 		return err
 	})
