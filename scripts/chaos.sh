@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # chaos.sh — leaderrun's chaos run: N randomized fault-injection trials
 # (black holes, resets, 5xx/429 and latency, an operator's break, kill -9,
-# a stubborn child, a frozen leaderrun, a deleted lease blob) against its own
+# a stubborn child, a frozen leaderrun, a deleted lease blob, throttling, writes
+# whose answer is lost) against its own
 # Azurite emulator on loopback, and a markdown table of what they measured:
 # overlaps, how long the old child ran after the fault, failover times.
 #
-#   scripts/chaos.sh                    100 trials over all 9 scenarios
+#   scripts/chaos.sh                    100 trials over all 12 scenarios
 #   scripts/chaos.sh -n 20 -p 4         20 trials, 4 at a time
-#   scripts/chaos.sh -s 1-8 -n 140      only the scenarios held to "no overlap"
+#   scripts/chaos.sh -s 11,12 -n 30     throttling and lost answers only
 #   scripts/chaos.sh -s freeze,9        by name or number
 #   scripts/chaos.sh -seed 42 ...       replay a run (the seed is printed)
 #   scripts/chaos.sh -slots 2 -s blackhole,kill9   on a lease of 2 slots: at most 2 at every instant
@@ -16,7 +17,7 @@
 # The driver is scripts/chaos (`go run ./scripts/chaos` does the same); this
 # wrapper builds it, runs it, forwards Ctrl-C / SIGTERM to it, and stops its
 # emulator even if the driver is killed. Exit status: 0 all expectations met,
-# 1 a failure (any overlap in scenarios 1-8 or 10 among them), 2 incomplete.
+# 1 a failure (any overlap among them), 2 incomplete.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

@@ -165,7 +165,9 @@ func TestParseKinds(t *testing.T) {
 		{"0", nil, true},
 		{"9-10", []Kind{StorageLoss, Eviction}, false},
 		{"eviction", []Kind{Eviction}, false},
-		{"3-11", nil, true},
+		{"11-12", []Kind{Throttle, LostAnswer}, false},
+		{"throttle,lost-answer", []Kind{Throttle, LostAnswer}, false},
+		{"3-13", nil, true},
 		{"7-2", nil, true},
 		{"gremlins", nil, true},
 	}
@@ -243,7 +245,7 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"| 1 | blackhole | 2 (+1 errors) | 0 | 0 | 8.00s |",
 		"| 6 | kill9 | 1 | 1 | 0 |",
-		"| 9 | storage-loss | 1 | 0 | 1 (residual) |",
+		"| 9 | storage-loss | 1 | 0 | 1 |",
 		"overlap p50 3.00s, max 3.00s",
 	} {
 		if !strings.Contains(table, want) {
@@ -281,7 +283,13 @@ func TestJudge(t *testing.T) {
 		}, lost, "after the last renewal"},
 		{"freeze overlap fails", Freeze, overlapping, lost, "overlap"},
 		{"freeze handover", Freeze, handover, lost, ""},
-		{"storage-loss overlap is reported", StorageLoss, overlapping, lost, ""},
+		{"storage-loss overlap fails", StorageLoss, overlapping, lost, "overlap"},
+		{"storage-loss handover", StorageLoss, handover, lost, ""},
+		{"throttle kept", Throttle, handover[:2], Exit{Started: true, Ended: true, Code: 0}, ""},
+		{"throttle kept, follower ran", Throttle, handover, Exit{Started: true, Ended: true, Code: 0}, "kept its leadership"},
+		{"throttle lost in time", Throttle, handover, lost, ""},
+		{"lost-answer overlap fails", LostAnswer, overlapping, lost, "overlap"},
+		{"lost-answer lost, no takeover", LostAnswer, handover[:2], lost, "never began"},
 		{"flaky-short follower ran", FlakyShort, handover, Exit{Started: true, Ended: true, Code: 0}, "follower's child ran"},
 	}
 	for _, tt := range tests {
@@ -297,8 +305,8 @@ func TestJudge(t *testing.T) {
 			case tt.wantFail != "" && !strings.Contains(got, tt.wantFail):
 				t.Fatalf("failures %q, want one with %q", got, tt.wantFail)
 			}
-			if tt.kind == StorageLoss && (r.Overlap.D != time.Second || len(r.Notes) == 0) {
-				t.Fatalf("storage-loss: overlap %s, notes %q", r.Overlap.D, r.Notes)
+			if tt.kind == StorageLoss && tt.wantFail != "" && r.Overlap.D != time.Second {
+				t.Fatalf("storage-loss: overlap %s, want it measured", r.Overlap.D)
 			}
 		})
 	}

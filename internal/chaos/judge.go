@@ -57,9 +57,7 @@ func (t *trial) judge() {
 	}
 	if fok && fg.Term <= hg.Term {
 		r.TermReset = true
-		if r.Kind != StorageLoss {
-			fail("the term did not grow: follower term %d after holder term %d", fg.Term, hg.Term)
-		}
+		fail("the term did not grow: follower term %d after holder term %d", fg.Term, hg.Term)
 	}
 	if r.Kind.Safety() && r.Overlap.D > 0 {
 		fail("overlap: %s", r.Overlap)
@@ -124,6 +122,18 @@ func (t *trial) judge() {
 		}
 	case Eviction:
 		t.judgeEviction(hg, gone)
+	case Throttle, LostAnswer:
+		if !r.HolderExit.During {
+			if fok {
+				fail("the follower's child ran while the holder kept its leadership")
+			}
+			break
+		}
+		expectLost()
+		expectTakeover()
+		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
+			fail("the holder's group ran %s after the last renewal it could have had: the rule is %s", s, fmtDur(DeadBy))
+		}
 	case StorageLoss:
 		if !gone || !hg.End.Before(r.TeardownAt) {
 			fail("the holder's child was not killed (holder exit %s)", r.HolderExit)
@@ -132,12 +142,6 @@ func (t *trial) judge() {
 			if s := r.ChildAfterFault; s.OK && s.D > RenewInterval+2*time.Second {
 				note("the holder's group ran %s after the %s was deleted: it should stop at the next renewal", s, r.Params.Delete)
 			}
-			if r.TermReset {
-				note("term reset: the follower's term %d is not above the holder's %d (the new blob starts again)", fg.Term, hg.Term)
-			}
-		}
-		if r.Overlap.D > 0 {
-			note("residual window: %s", r.Overlap)
 		}
 	}
 	if r.MaxBeatGap > 250*time.Millisecond {

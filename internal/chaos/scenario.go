@@ -17,8 +17,9 @@ import (
 // lease renewed every 5 s, a 10 s kill grace (so a 5 s stop budget).
 type Kind int
 
-// The scenarios. 1–8 and 10 must never show two children running at once;
-// 9 cannot be made safe without fencing, and its overlap is measured.
+// The scenarios. None may show two children running at once: in 9 the
+// follower was waiting, and waits out the holder's lease before it creates
+// the deleted blob again.
 const (
 	BlackHole   Kind = 1 + iota // the proxy stops answering mid-run
 	Reset                       // the proxy resets every connection mid-run
@@ -30,6 +31,8 @@ const (
 	Freeze                      // the holder's leaderrun is SIGSTOPped longer than the lease
 	StorageLoss                 // the lease blob or its container is deleted
 	Eviction                    // a Spot eviction (Preempt) of the holder's VM is announced (--scheduled-events)
+	Throttle                    // the holder's blob is throttled (503 ServerBusy or 500 OperationTimedOut beyond a rate)
+	LostAnswer                  // the holder's renewals are applied but their answers lost (500, or none)
 )
 
 var kindNames = map[Kind]string{
@@ -43,11 +46,13 @@ var kindNames = map[Kind]string{
 	Freeze:      "freeze",
 	StorageLoss: "storage-loss",
 	Eviction:    "eviction",
+	Throttle:    "throttle",
+	LostAnswer:  "lost-answer",
 }
 
 // Kinds returns every scenario, in order.
 func Kinds() []Kind {
-	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction}
+	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction, Throttle, LostAnswer}
 }
 
 // String is the scenario's name, as in TestChaos/NAME and the driver's -s.
@@ -59,8 +64,8 @@ func (k Kind) String() string {
 }
 
 // Safety reports whether the scenario is held to the safety rule: no two
-// children at once, ever (1–8 and 10).
-func (k Kind) Safety() bool { return (k >= BlackHole && k <= Freeze) || k == Eviction }
+// children at once, ever: every scenario.
+func (k Kind) Safety() bool { return kindNames[k] != "" }
 
 // Expect says what leaderrun must do in the scenario.
 func (k Kind) Expect() string {
@@ -78,9 +83,11 @@ func (k Kind) Expect() string {
 	case Freeze:
 		return "the guard kills the group at the kill deadline while leaderrun is frozen; no overlap; holder exits 76 on waking"
 	case StorageLoss:
-		return "holder stops on the next renewal (404/409); the overlap is measured"
+		return "holder stops on the next renewal (404/409); the waiting follower waits out its lease before creating the blob again, the term continues: no overlap"
 	case Eviction:
 		return "holder steps down: its group dead before NotBefore, exit 76, lease released; follower starts within a poll of the release"
+	case Throttle, LostAnswer:
+		return "leadership kept (a renewal got through), or the child stopped before t_ok+14s and the holder exits 76; the follower starts only after"
 	}
 	return ""
 }
@@ -215,6 +222,24 @@ func modeString(m faultproxy.Mode) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d×%d%%", status, int(m.ErrorRate*100+0.5)))
 	}
+	if th := m.Throttle; th.Rate > 0 {
+		answer := "503 ServerBusy"
+		if th.Status == 500 {
+			answer = "500 " + th.Code
+		}
+		parts = append(parts, fmt.Sprintf("throttled to one request per %s (%s)", fmtDur(time.Duration(float64(time.Second)/th.Rate)), answer))
+	}
+	if la := m.LoseAnswer; la.Op != "" {
+		answer := "dropped"
+		if la.Status != 0 {
+			answer = strings.TrimSpace(fmt.Sprintf("%d %s", la.Status, la.Code))
+		}
+		which := "every"
+		if la.Count > 0 {
+			which = fmt.Sprintf("the first %d", la.Count)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s answer lost (%s)", which, la.Op, answer))
+	}
 	return strings.Join(parts, " + ")
 }
 
@@ -245,6 +270,10 @@ func (k Kind) Typical() Params {
 		p.Delete = "container"
 	case Eviction:
 		p.Notice = evictionNotice
+	case Throttle:
+		p.Mode, p.Length = faultproxy.Mode{Throttle: faultproxy.Throttle{Rate: 0.1, Burst: 1}}, 15*time.Second
+	case LostAnswer:
+		p.Mode, p.Length = faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpRenew, Status: 500, Code: "OperationTimedOut"}}, 12*time.Second
 	}
 	return p
 }
@@ -312,6 +341,24 @@ func (k Kind) Random(rng *rand.Rand) Params {
 		// three ignores the stop signal and is killed after the grace.
 		p.Notice = evictionNotice
 		p.IgnoreTerm = rng.IntN(3) == 0
+	case Throttle:
+		// A token every 2–20 s, the bucket holding one: a renewal and its
+		// retries get through only now and then. As the service answers
+		// past its target: 503 ServerBusy, or 500 OperationTimedOut.
+		th := faultproxy.Throttle{Rate: 1 / between(2*time.Second, 20*time.Second).Seconds(), Burst: 1}
+		if rng.IntN(2) == 0 {
+			th.Status, th.Code = 500, "OperationTimedOut"
+		}
+		p.Mode, p.Length = faultproxy.Mode{Throttle: th}, between(5*time.Second, 20*time.Second)
+	case LostAnswer:
+		// Every renewal lands, its answer lost (a 500 or a dropped
+		// connection), or only the first one or two.
+		la := faultproxy.LoseAnswer{Op: faultproxy.OpRenew, Status: []int{500, 0}[rng.IntN(2)], Count: rng.IntN(3)}
+		if la.Status == 500 && rng.IntN(2) == 0 {
+			la.Code = "OperationTimedOut"
+		}
+		p.IgnoreTerm = rng.IntN(3) == 0
+		p.Mode, p.Length = faultproxy.Mode{LoseAnswer: la}, between(5*time.Second, 20*time.Second)
 	}
 	return p
 }

@@ -253,7 +253,7 @@ func (t *trial) stage(ctx context.Context) error {
 func (t *trial) inject(ctx context.Context) error {
 	r, p := t.res, t.res.Params
 	switch r.Kind {
-	case BlackHole, Reset, FlakyLong, Stubborn:
+	case BlackHole, Reset, FlakyLong, Stubborn, Throttle, LostAnswer:
 		t.fault(p.Mode, p.Length)
 	case FlakyShort:
 		// Align to a lease request (the renewal sent every 5 s): the fault
@@ -350,6 +350,15 @@ func (t *trial) awaitEnd(ctx context.Context) error {
 		}
 		_, err := t.waitFor(ctx, until, func() bool { return t.holder.Exited() || t.rec.has(followerID) })
 		return err
+	}
+	if r.Kind == Throttle || r.Kind == LostAnswer {
+		// Either outcome is right: leadership kept, or lost in time. Watch
+		// past the fault and the stop deadline a renewal lost at its end
+		// would bring; a holder still running then kept its leadership.
+		until := r.FaultAt.Add(r.Params.Length + 10*time.Second)
+		if _, err := t.waitFor(ctx, until, func() bool { return t.holder.Exited() || t.rec.has(followerID) }); err != nil || !t.holder.Exited() {
+			return err
+		}
 	}
 	from := r.FaultAt
 	if !r.WakeAt.IsZero() {
