@@ -73,7 +73,9 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		NoWait: o.noWait,
 		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
 		// losing contender need not read who holds the lease.
-		HeldIsEnough:   o.noWait && o.conflictCode == exitOK && !log.IsInfo(),
+		HeldIsEnough: o.noWait && o.conflictCode == exitOK && !log.IsInfo(),
+		// After a splay the run of this tick has likely started: read first.
+		ReadFirst:      o.splay > 0,
 		Timeout:        o.timeout,
 		StorageTimeout: o.storageTime,
 		OncePer:        o.oncePer,

@@ -59,8 +59,8 @@ var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
 // finds the lease free, an acquire then, and so on until the lease is
 // claimed or the attempt gives up.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
-	var free *Properties // the latest poll read, which found the lease free
-	read := false        // the first step is one optimistic acquire
+	var free *Properties  // the latest poll read, which found the lease free
+	read := a.w.ReadFirst // the first step is one optimistic acquire, or a read
 	for {
 		if read {
 			var err error
@@ -183,13 +183,15 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 	if err := a.pollCheck(p); err != nil {
 		return nil, err // once.go: --once, or another --slots recorded
 	}
+	// A run started within the window skips, whether the lease is still
+	// held by it or already free again (the claim checks once more).
+	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
+		return nil, skipError(p, a.w.OncePer)
+	}
 	if !p.State.held() {
 		return p, nil
 	}
 	a.contended = 0
-	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
-		return nil, skipError(p, a.w.OncePer)
-	}
 	a.seen = p
 	if a.w.NoWait || a.expired() {
 		return nil, a.heldError(p)

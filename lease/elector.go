@@ -48,6 +48,11 @@ type WaitOptions struct {
 	// --no-wait -E 0 -q), so that a losing contender costs the blob one
 	// request.
 	HeldIsEnough bool
+	// ReadFirst makes the first step a read instead of an optimistic
+	// acquire, for a contender that expects to come late (leaderrun
+	// --splay): a run already started, or a holder, is then one request,
+	// and a free lease costs one more round trip.
+	ReadFirst bool
 	// StorageTimeout is how long storage failures in a row (throttling,
 	// 5xx, timeouts, network) are retried before Acquire gives up with the
 	// last one, when Timeout is 0; with a Timeout, its deadline is the

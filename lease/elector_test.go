@@ -643,3 +643,29 @@ func TestLoserRequests(t *testing.T) {
 		})
 	})
 }
+
+// A contender that comes late (ReadFirst) and finds a run started within
+// the window skips on one read, whether the lease is still held by that run
+// or already free again.
+func TestReadFirstSkipsOnOneRead(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "free again", true: "held"}[held], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				md := map[string]string{"holder": "vm-2", "term": "3", "lastrunstart": formatTime(time.Now().Add(-time.Minute)), "lastrunholder": "vm-2"}
+				if held {
+					s.holdBy("other", time.Hour, md)
+				} else {
+					s.meta = md
+				}
+				_, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute, ReadFirst: true})
+				if !errors.Is(err, ErrSkipped) {
+					t.Fatalf("err = %v, want skipped", err)
+				}
+				if s.count(opGetProps) != 1 || s.count(opAcquire) != 0 {
+					t.Errorf("reads %d, acquires %d: want one read", s.count(opGetProps), s.count(opAcquire))
+				}
+			})
+		})
+	}
+}

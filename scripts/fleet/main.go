@@ -218,7 +218,7 @@ func runCase(ctx context.Context, bin string, st *testenv.Storage, dir string, c
 			if splay > 0 {
 				time.Sleep(rand.N(splay))
 			}
-			l, err := e.Acquire(ctx, lease.WaitOptions{NoWait: true, OncePer: 4 * time.Minute, HeldIsEnough: true})
+			l, err := e.Acquire(ctx, lease.WaitOptions{NoWait: true, OncePer: 4 * time.Minute, HeldIsEnough: true, ReadFirst: splay > 0})
 			switch {
 			case err == nil:
 				runs.Add(1)
