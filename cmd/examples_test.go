@@ -299,9 +299,10 @@ func TestExampleCloudInit(t *testing.T) {
 	if units == 0 {
 		t.Error("no systemd unit in write_files")
 	}
-	steps := 0
+	steps, installs := 0, 0
 	for _, c := range cfg.Runcmd {
 		var line string
+		strict := false // sh -e: a failed step stops the rest
 		switch c := c.(type) {
 		case string:
 			line = c
@@ -309,6 +310,16 @@ func TestExampleCloudInit(t *testing.T) {
 			if len(c) > 0 {
 				line, _ = c[len(c)-1].(string)
 			}
+			strict = len(c) == 3 && c[0] == "sh" && c[1] == "-ec"
+		}
+		if strings.Contains(line, ".deb") {
+			// The release's .deb is installed only once its digest, pinned
+			// in release.env, has been checked.
+			check, install := strings.Index(line, "sha256sum -c"), strings.Index(line, "apt-get install")
+			if check < 0 || install < check || !strings.Contains(line, "LEADERRUN_DEB_SHA256") || !strict {
+				t.Errorf("the .deb must be checked against its pinned SHA-256 before apt-get installs it, and stop if it does not match: %q", line)
+			}
+			installs++
 		}
 		if !strings.Contains(line, "leaderrun -l") {
 			continue
@@ -325,6 +336,9 @@ func TestExampleCloudInit(t *testing.T) {
 	}
 	if steps == 0 {
 		t.Error("no leaderrun step in runcmd")
+	}
+	if installs != 1 || env["LEADERRUN_DEB_URL"] == "" || env["LEADERRUN_DEB_SHA256"] == "" {
+		t.Errorf("%d .deb installs, release.env %v: want one install of the release's .deb, its URL and SHA-256 at the top", installs, env)
 	}
 }
 

@@ -2,10 +2,12 @@
 # test.sh — leaderrun's whole test suite, on a fresh machine with Go and Node:
 # formatting and vet, unit tests (with the race detector), the storage tests
 # and the end-to-end tests against the Azurite emulator, which this script
-# installs (pinned), starts on a free loopback port and stops again.
+# installs (pinned), starts on a free loopback port and stops again; then the
+# release artifacts, built and checked with dpkg-deb, lintian, rpm and
+# cloud-init (installed with apt-get where missing and possible).
 #
 #   scripts/test.sh                 everything
-#   scripts/test.sh -run TestScripts ./...   extra arguments go to `go test`
+#   scripts/test.sh -run TestScripts ./...   extra arguments go to `go test` (no package checks)
 #
 # Under CI=true a missing emulator fails the run instead of skipping tests.
 set -euo pipefail
@@ -53,3 +55,30 @@ echo "== go test"
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(./...)
 go test -race -count=1 -timeout 8m "${args[@]}"
+
+[[ ${#args[@]} -eq 1 && ${args[0]} == ./... ]] || exit 0
+echo "== packages"
+# The release artifacts, checked with the packaging world's own tools
+# (scripts/check-release.sh); installed here as Azurite is, where missing.
+tools=(lintian rpm rpm2cpio cpio dpkg-deb readelf cloud-init)
+missing=()
+for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
+if [[ ${#missing[@]} -gt 0 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  echo "test.sh: installing ${missing[*]} with apt-get" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian rpm cpio binutils cloud-init >/dev/null || true
+  missing=()
+  for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
+fi
+if [[ ${#missing[@]} -gt 0 ]]; then
+  if [[ "${CI:-}" == "true" ]]; then
+    echo "test.sh: ${missing[*]} not found and not installable; under CI this fails the run" >&2
+    exit 1
+  fi
+  echo "test.sh: skipping the package checks: ${missing[*]} not found (apt-get install lintian rpm cpio binutils cloud-init)" >&2
+else
+  dist=$(mktemp -d "${TMPDIR:-/tmp}/leaderrun-dist.XXXXXX")
+  DIST="$dist" scripts/release.sh >/dev/null
+  scripts/check-release.sh -reproducible "$dist"
+  rm -rf "$dist"
+  cloud-init schema -c testdata/examples/cloud-init.yaml
+fi
