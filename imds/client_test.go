@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/fakeimds"
+	"github.com/leaderrun/leaderrun/internal/testkit/fakeimds"
 )
 
 func newFake(t *testing.T, vm string) *fakeimds.Server {

@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/pdeath"
+	"github.com/leaderrun/leaderrun/runner/pdeath"
 )
 
 const (

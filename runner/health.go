@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/pdeath"
+	"github.com/leaderrun/leaderrun/runner/pdeath"
 )
 
 // Defaults of HealthConfig, those of Docker's HEALTHCHECK.

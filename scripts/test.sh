@@ -31,6 +31,10 @@ if ! grep -qx 'github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease' <<<"$
   echo "test.sh: the leaderrun binary must use github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease for its storage requests" >&2
   exit 1
 fi
+if grep -q 'leaderrun/internal/testkit' <<<"$deps"; then
+  echo "test.sh: the leaderrun binary must not link the test tooling (internal/testkit)" >&2
+  exit 1
+fi
 heavy=$(grep -E '^github.com/apache/arrow|^github.com/klauspost/compress|^github.com/goccy/go-json|^github.com/google/flatbuffers|^github.com/pierrec/lz4|^github.com/spf13/cobra/doc|^github.com/cpuguy83/go-md2man' <<<"$deps" || true)
 if [[ -n "$heavy" ]]; then
   echo "test.sh: the leaderrun binary must not depend on:" $(sed -E 's#^(github.com/[^/]+/[^/]+).*#\1#' <<<"$heavy" | sort -u) >&2

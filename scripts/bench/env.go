@@ -12,16 +12,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // binaries are what the bench builds.
 type binaries struct {
 	leaderrun string // go build -o … .
 	stripped  string // the same with -ldflags "-s -w", for its size only
-	child     string // the chaos child (internal/chaos/child)
+	child     string // the chaos child (internal/testkit/chaos/child)
 }
 
 // etcdServer is the etcd the bench started for the side-by-side runs.

@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // failoverResult is figure 3: kill -9 of the leader.

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // handoverResult is figure 2 for one poll interval (or for etcd): the time

@@ -9,7 +9,7 @@
 // Everything runs on loopback: the Azurite emulator (started with
 // scripts/azurite.sh, in $AZURITE_STATE_DIR if set, else in its own
 // temporary directory), an etcd it starts on free ports when etcd is
-// installed, and counting proxies (internal/faultproxy). Every process it
+// installed, and counting proxies (internal/testkit/faultproxy). Every process it
 // starts leads its own process group, has a parent-death signal, and is
 // stopped by its pid at the end; the whole run is capped by -timeout.
 //
@@ -53,7 +53,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }

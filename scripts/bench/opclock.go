@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
 
 // opClock timestamps the requests that pass a counting proxy: every

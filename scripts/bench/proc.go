@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/pdeath"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
+	"github.com/leaderrun/leaderrun/runner/pdeath"
 )
 
 // launch starts argv with env, its output to logPath (appended), and

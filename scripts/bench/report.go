@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
 
 // hoursPerMonth is Azure's billing month (730 hours).

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
 )
 
 // slotCount is the slots figure's --slots.

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 	"github.com/leaderrun/leaderrun/lease"
 )
 

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // steadyResult is figures 4 and 5: what a leader and waiting followers ask

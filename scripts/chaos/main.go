@@ -1,5 +1,5 @@
 // Command chaos is leaderrun's chaos driver: N randomized fault-injection
-// trials (see internal/chaos) against its own Azurite emulator, on loopback
+// trials (see internal/testkit/chaos) against its own Azurite emulator, on loopback
 // only, bounded in time, and a markdown table of what they measured. Run it
 // through scripts/chaos.sh, or from the repository root:
 //
@@ -34,8 +34,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }

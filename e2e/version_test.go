@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // leaderrun version, built from a git checkout, names the checkout's
 // commit and says whether the tree had uncommitted changes.
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // TestVersionFromCheckout copies the module's files (as git sees them, so
@@ -75,13 +77,19 @@ func TestVersionFromCheckout(t *testing.T) {
 // function that runs git there.
 func snapshotRepo(t *testing.T) (string, func(args ...string) string) {
 	t.Helper()
-	files, err := exec.Command("git", "ls-files", "-co", "--exclude-standard").Output()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := exec.Command("git", "ls-files", "-co", "--exclude-standard")
+	ls.Dir = root
+	files, err := ls.Output()
 	if err != nil {
 		t.Skipf("not in a git checkout: %v", err)
 	}
 	repo := t.TempDir()
 	for _, f := range strings.Split(strings.TrimSpace(string(files)), "\n") {
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(filepath.Join(root, f))
 		if os.IsNotExist(err) {
 			continue // deleted in the working tree
 		}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // leaderrun doctor against the emulator, and the account settings the
 // emulator cannot take, given by the fault proxy in front of it: each is
@@ -24,8 +24,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // lrResult is one leaderrun process: its exit status and outputs.

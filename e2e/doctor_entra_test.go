@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // doctor with Microsoft Entra ID (entra_test.go's managed identity and
 // Azurite over HTTPS with bearer tokens): the credential check names the
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func TestDoctorManagedIdentity(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // fillerPrefix begins the identities of the fillers: filler1, filler2, …

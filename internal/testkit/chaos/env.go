@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // ChildPackage is the chaos child's package, relative to the module root.
-const ChildPackage = "./internal/chaos/child"
+const ChildPackage = "./internal/testkit/chaos/child"
 
 // Env is what every trial needs: the two binaries and the storage emulator.
 type Env struct {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // serve is the proxy's handler: count, judge by the mode, then reset, hold,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
 
 // Kind is a fault scenario. Every trial of every kind stages the same cast:

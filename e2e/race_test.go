@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The --no-wait race as cron runs it: several hosts' leaderrun started at
 // the same instant on one lease, against the emulator. One runs; the others
@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // contender is one leaderrun of a race, and what it left.

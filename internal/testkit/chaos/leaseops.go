@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/faultproxy"
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
 
 // leaseOps watches the proxy's count of acquire and renew requests (polled

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Credentials that may read the lease blob but not list the container (a
 // SAS for that blob alone): status falls back to one read of the lease
@@ -15,7 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func TestStatusWithBlobSAS(t *testing.T) {

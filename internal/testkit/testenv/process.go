@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/pdeath"
+	"github.com/leaderrun/leaderrun/runner/pdeath"
 )
 
 // Process is a process a driver started with StartLogged.

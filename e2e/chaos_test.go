@@ -1,7 +1,7 @@
-package main
+package e2e
 
 // The short version of the chaos run (scripts/chaos.sh runs the long one):
-// every fault scenario of internal/chaos once, with fixed middle-of-the-range
+// every fault scenario of internal/testkit/chaos once, with fixed middle-of-the-range
 // parameters, against the Azurite emulator that scripts/test.sh starts.
 
 import (
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/chaos"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 var (
@@ -30,7 +30,7 @@ func chaosChild(t *testing.T) string {
 	bin := leaderrunBinary(t)
 	chaosChildOnce.Do(func() {
 		chaosChildPath = filepath.Join(filepath.Dir(bin), "chaoschild")
-		chaosChildErr = testenv.Build(context.Background(), ".", chaos.ChildPackage, chaosChildPath)
+		chaosChildErr = testenv.Build(context.Background(), "..", chaos.ChildPackage, chaosChildPath)
 	})
 	if chaosChildErr != nil {
 		t.Fatal(chaosChildErr)

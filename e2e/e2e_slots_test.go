@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The end-to-end checker of runs under --slots: at most N at every instant,
 // each on its own slot.

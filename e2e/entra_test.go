@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // Microsoft Entra ID end to end: the built binary, with no storage secret in
 // its environment, gets a token from a managed identity of the App Service
@@ -34,7 +34,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 const (

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests: the scripts in testdata/script drive the built leaderrun
 // binary against the Azurite emulator (scripts/test.sh starts it and sets
@@ -25,8 +25,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
-	"github.com/leaderrun/leaderrun/internal/fakeimds"
-	"github.com/leaderrun/leaderrun/internal/testenv"
+	"github.com/leaderrun/leaderrun/internal/testkit/fakeimds"
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -61,7 +61,7 @@ func leaderrunBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		buildErr = testenv.Build(context.Background(), ".", ".", filepath.Join(binDir, "leaderrun"))
+		buildErr = testenv.Build(context.Background(), "..", ".", filepath.Join(binDir, "leaderrun"))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -86,7 +86,7 @@ func TestScripts(t *testing.T) {
 	cs := connectionString(t)
 	bin := leaderrunBinary(t)
 	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+		Dir:                 "../testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
