@@ -3,8 +3,9 @@
 # formatting and vet, unit tests (with the race detector), the storage tests
 # and the end-to-end tests against the Azurite emulator, which this script
 # installs (pinned), starts on a free loopback port and stops again; then the
-# release artifacts, built and checked with dpkg-deb, lintian, rpm and
-# cloud-init (installed with apt-get where missing and possible).
+# release artifacts, built and checked with dpkg-deb, lintian and rpm, and the
+# example units and cloud-init file with systemd-analyze and cloud-init (the
+# tools installed with apt-get where missing and possible).
 #
 #   scripts/test.sh                 everything
 #   scripts/test.sh -run TestScripts ./...   extra arguments go to `go test` (no package checks)
@@ -64,12 +65,12 @@ go test -race -count=1 -timeout 8m "${args[@]}"
 echo "== packages"
 # The release artifacts, checked with the packaging world's own tools
 # (scripts/check-release.sh); installed here as Azurite is, where missing.
-tools=(lintian rpm rpm2cpio cpio dpkg-deb readelf cloud-init)
+tools=(lintian rpm rpm2cpio cpio dpkg-deb readelf cloud-init systemd-analyze)
 missing=()
 for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 if [[ ${#missing[@]} -gt 0 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   echo "test.sh: installing ${missing[*]} with apt-get" >&2
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian rpm cpio binutils cloud-init >/dev/null || true
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian rpm cpio binutils cloud-init systemd >/dev/null || true
   missing=()
   for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 fi
@@ -78,11 +79,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     echo "test.sh: ${missing[*]} not found and not installable; under CI this fails the run" >&2
     exit 1
   fi
-  echo "test.sh: skipping the package checks: ${missing[*]} not found (apt-get install lintian rpm cpio binutils cloud-init)" >&2
+  echo "test.sh: skipping the package and example checks: ${missing[*]} not found (apt-get install lintian rpm cpio binutils cloud-init systemd)" >&2
 else
   dist=$(mktemp -d "${TMPDIR:-/tmp}/leaderrun-dist.XXXXXX")
   DIST="$dist" scripts/release.sh >/dev/null
   scripts/check-release.sh -reproducible "$dist"
   rm -rf "$dist"
-  cloud-init schema -c testdata/examples/cloud-init.yaml
+  scripts/check-examples.sh
 fi
