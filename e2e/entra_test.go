@@ -162,7 +162,7 @@ func TestManagedIdentityEndToEnd(t *testing.T) {
 // the test skips, except under CI=true.
 func azuriteBinary(t *testing.T) string {
 	t.Helper()
-	path, err := filepath.Abs(filepath.Join("scripts", "azurite", "node_modules", ".bin", "azurite-blob"))
+	path, err := filepath.Abs(filepath.Join("..", "scripts", "azurite", "node_modules", ".bin", "azurite-blob"))
 	if err == nil {
 		if _, err = os.Stat(path); err == nil {
 			if _, err = exec.LookPath("node"); err == nil {
