@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -277,16 +276,12 @@ func TestDoctor(t *testing.T) {
 // the connection string that goes through it.
 func proxied(t *testing.T, cs string) (*faultproxy.Proxy, string) {
 	t.Helper()
-	target, err := url.Parse(testenv.ConnField(cs, "BlobEndpoint"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New("http://" + target.Host)
+	p, pcs, err := faultproxy.InFront(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	return p, strings.Replace(cs, "http://"+target.Host, p.URL(), 1)
+	return p, pcs
 }
 
 // errorLine is the one [ERROR] line of a command's stderr; it fails the

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,17 +85,13 @@ func ranBy(t *testing.T, runs string) []string {
 // connection string that goes through it.
 func slowed(t *testing.T, cs string, latency time.Duration) string {
 	t.Helper()
-	target, err := url.Parse(testenv.ConnField(cs, "BlobEndpoint"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New("http://" + target.Host)
+	p, pcs, err := faultproxy.InFront(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	p.Set(faultproxy.Mode{Latency: latency})
-	return strings.Replace(cs, "http://"+target.Host, p.URL(), 1)
+	return pcs
 }
 
 var heldBy = regexp.MustCompile(`is held by (\S+)`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
-	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 // The service's hard answers, played by the fault proxy in front of the
@@ -23,16 +21,12 @@ import (
 // returns it with the connection string that goes through it.
 func throughProxy(t *testing.T, cs string) (*faultproxy.Proxy, string) {
 	t.Helper()
-	target, err := url.Parse(testenv.ConnField(cs, "BlobEndpoint"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New("http://" + target.Host)
+	p, pcs, err := faultproxy.InFront(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	return p, strings.Replace(cs, "http://"+target.Host, p.URL(), 1)
+	return p, pcs
 }
 
 // ageRuns moves the recorded run of blob an hour back, so that a once-per
