@@ -399,3 +399,37 @@ func TestExampleRollingPatch(t *testing.T) {
 		t.Fatalf("%d leaderrun lines, want 1", lines)
 	}
 }
+
+// The timer recipe: report.timer starts report.service every 5 minutes on
+// every VM, spread by RandomizedDelaySec; the service is the cron recipe's
+// line, a oneshot that skips inside the window and treats a held lease as
+// nothing to do.
+func TestExampleTimer(t *testing.T) {
+	timer, err := os.ReadFile(examples + "report.timer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"OnCalendar=", "RandomizedDelaySec=", "WantedBy=timers.target"} {
+		if !strings.Contains(string(timer), want) {
+			t.Errorf("report.timer lacks %s", want)
+		}
+	}
+	unit, err := os.ReadFile(examples + "report.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(unit)
+	if !strings.Contains(text, "Type=oneshot") {
+		t.Error("report.service must be Type=oneshot: the timer starts it and it ends")
+	}
+	var line string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "ExecStart=") {
+			line = strings.TrimPrefix(l, "ExecStart=")
+		}
+	}
+	o := checkLine(t, leaderrunArgs(t, line), map[string]string{"AZURE_STORAGE_ACCOUNT": "mystorageaccount"})
+	if !o.noWait || o.conflictCode != 0 || o.oncePer <= 0 || !strings.Contains(line, " -q ") {
+		t.Errorf("report.service's line must be the cron recipe (--no-wait -E 0 --once-per … -q): %q", line)
+	}
+}

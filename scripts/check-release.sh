@@ -44,6 +44,8 @@ want=(
   /usr/share/doc/leaderrun/copyright
   /usr/share/doc/leaderrun/examples/report.cron
   /usr/share/doc/leaderrun/examples/scheduler.service
+  /usr/share/doc/leaderrun/examples/report.service
+  /usr/share/doc/leaderrun/examples/report.timer
   /usr/share/doc/leaderrun/examples/cloud-init.yaml
 )
 has_all() { # LISTING NAME
