@@ -34,6 +34,7 @@ type heldRun struct {
 	sigs          <-chan os.Signal
 	hs            *headStart
 	events        *eventWatch // nil without --scheduled-events
+	mon           *runMonitor
 
 	env        []string
 	proc       *runner.Process
@@ -107,6 +108,7 @@ func (h *heldRun) start(ctx context.Context) error {
 	}
 	h.proc = p
 	h.log.Debug("command started", "pid", p.Pid(), "command", h.o.argv[0])
+	h.mon.started(l)
 	return nil
 }
 
@@ -303,6 +305,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	out := decideOutcome(hap)
+	h.mon.ended(h.l, out.code)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
 		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
 	}

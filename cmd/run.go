@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/monitor"
 	"github.com/leaderrun/leaderrun/runner"
 )
 
@@ -34,6 +35,10 @@ type runOptions struct {
 	oncePer       time.Duration
 	storageTime   time.Duration // --storage-timeout
 	splay         time.Duration
+	pingURL       string // --ping-url, env LEADERRUN_PING_URL
+	pingTemplate  string
+	metricsFile   string // --metrics-file, env LEADERRUN_METRICS_FILE
+	pinger        *monitor.Pinger
 	health        runner.HealthConfig
 	events        eventsOptions
 	slots         slotOptions // slots.go: --slots, --once, --once-per-host
@@ -56,6 +61,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&o.oncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
 	fs.DurationVar(&o.storageTime, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
+	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
+	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail), {code} and {rid}")
+	fs.StringVar(&o.metricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
 	fs.DurationVar(&o.splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	o.slots.addFlags(fs)
 	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
@@ -89,6 +97,8 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if err := envDefaults(fs, map[string]string{
 		"identity":       "LEADERRUN_IDENTITY",
 		"lease-duration": "LEADERRUN_LEASE_DURATION",
+		"ping-url":       "LEADERRUN_PING_URL",
+		"metrics-file":   "LEADERRUN_METRICS_FILE",
 	}); err != nil {
 		return err
 	}
@@ -118,6 +128,13 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	if err := o.slots.complete(); err != nil {
 		return err
+	}
+	if o.pingURL != "" || o.pingTemplate != "" {
+		p, err := monitor.NewPinger(o.pingURL, o.pingTemplate, hclog.NewNullLogger())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		o.pinger = p
 	}
 	if fs.Changed("health-cmd") && o.health.Cmd == "" {
 		return usagef("invalid --health-cmd '': give a shell command, or leave the flag out")
@@ -200,6 +217,7 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	if err := runner.Lookup(o.argv[0]); err != nil {
 		return execExit(err, o)
 	}
+	mon := newRunMonitor(log, o)
 	sd := newNotifier(log)
 	sd.status("acquiring lease " + o.loc.lease)
 	sd.start()
@@ -220,11 +238,17 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	defer hs.discard()
 	l, err := waitForLease(ctx, a, o, elector, sd, sigs, hs, events)
 	if err != nil {
+		if exitCode(err) == o.conflictCode {
+			mon.invoked() // held by another host: nothing ran here
+		}
 		return err
 	}
 	if l == nil {
+		mon.invoked()
 		return nil // skipped by --once-per
 	}
-	h := &heldRun{log: log, o: o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events}
-	return h.run(ctx)
+	h := &heldRun{log: log, o: o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	err = h.run(ctx) // the lease is released when it returns
+	mon.wait()
+	return err
 }

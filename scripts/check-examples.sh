@@ -3,8 +3,8 @@
 # will read them: every systemd unit in testdata/examples with
 # `systemd-analyze verify` (in a scratch root holding this tree's leaderrun at
 # /usr/bin/leaderrun, as the packages install it, and a stub for every other
-# program a unit runs; any complaint fails), and cloud-init.yaml with
-# `cloud-init schema`.
+# program a unit runs; any complaint fails), cloud-init.yaml with
+# `cloud-init schema`, and the alert rules with `promtool check rules`.
 #
 #   scripts/check-examples.sh
 set -euo pipefail
@@ -43,3 +43,11 @@ done
 echo "check-examples.sh: systemd-analyze verify: $units units clean"
 cloud-init schema -c testdata/examples/cloud-init.yaml >/dev/null || fail "cloud-init schema rejects testdata/examples/cloud-init.yaml"
 echo "check-examples.sh: cloud-init schema: testdata/examples/cloud-init.yaml valid"
+if command -v promtool >/dev/null; then
+  promtool check rules testdata/examples/leaderrun.rules.yml >/dev/null || fail "promtool rejects testdata/examples/leaderrun.rules.yml"
+  echo "check-examples.sh: promtool check rules: testdata/examples/leaderrun.rules.yml valid"
+elif [[ "${CI:-}" == "true" ]]; then
+  fail "promtool not found (apt-get install prometheus)"
+else
+  echo "check-examples.sh: promtool not found: the alert rules were not checked (apt-get install prometheus)" >&2
+fi

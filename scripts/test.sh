@@ -65,12 +65,13 @@ go test -race -count=1 -timeout 8m "${args[@]}"
 echo "== packages"
 # The release artifacts, checked with the packaging world's own tools
 # (scripts/check-release.sh); installed here as Azurite is, where missing.
-tools=(lintian rpm rpm2cpio cpio dpkg-deb readelf cloud-init systemd-analyze)
+tools=(lintian rpm rpm2cpio cpio dpkg-deb readelf cloud-init systemd-analyze promtool)
 missing=()
 for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 if [[ ${#missing[@]} -gt 0 && $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   echo "test.sh: installing ${missing[*]} with apt-get" >&2
-  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian rpm cpio binutils cloud-init systemd >/dev/null || true
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian rpm cpio binutils cloud-init systemd >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null || true
   missing=()
   for t in "${tools[@]}"; do command -v "$t" >/dev/null || missing+=("$t"); done
 fi
@@ -79,7 +80,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     echo "test.sh: ${missing[*]} not found and not installable; under CI this fails the run" >&2
     exit 1
   fi
-  echo "test.sh: skipping the package and example checks: ${missing[*]} not found (apt-get install lintian rpm cpio binutils cloud-init systemd)" >&2
+  echo "test.sh: skipping the package and example checks: ${missing[*]} not found (apt-get install lintian rpm cpio binutils cloud-init systemd prometheus)" >&2
 else
   dist=$(mktemp -d "${TMPDIR:-/tmp}/leaderrun-dist.XXXXXX")
   DIST="$dist" scripts/release.sh >/dev/null

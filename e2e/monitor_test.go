@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
+)
+
+// pingLog is a monitor on loopback that records the pings it gets.
+type pingLog struct {
+	mu    sync.Mutex
+	pings []string
+}
+
+func (p *pingLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pings = append(p.pings, r.URL.Path)
+}
+
+func (p *pingLog) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.pings
+	p.pings = nil
+	return out
+}
+
+// Pings from the host that runs COMMAND: start and success, start and the
+// code of a failure; nothing from a skip; a monitor that is down changes no
+// exit status, costs one WARNING and never shows the URL's path.
+func TestPings(t *testing.T) {
+	cs := connectionString(t)
+	bin := leaderrunBinary(t)
+	container := "pings-" + testenv.RandHex(6)
+	mon := &pingLog{}
+	srv := httptest.NewServer(mon)
+	defer srv.Close()
+	run := func(pingURL string, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"-l", "job", "--container", container, "--log-level", "trace"}, args...)...)
+		cmd.Env = append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+cs, "LEADERRUN_PING_URL="+pingURL)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(stderr.String(), "SECRET") {
+			t.Errorf("the ping URL's path reached the log:\n%s", stderr.String())
+		}
+		return code, stderr.String()
+	}
+	url := srv.URL + "/ping/SECRET-UUID"
+
+	if code, _ := run(url, "--", "true"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := mon.take(); strings.Join(got, " ") != "/ping/SECRET-UUID/start /ping/SECRET-UUID" {
+		t.Errorf("a success pinged %q", got)
+	}
+	if code, _ := run(url, "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Fatalf("exit %d, want 3", code)
+	}
+	if got := mon.take(); strings.Join(got, " ") != "/ping/SECRET-UUID/start /ping/SECRET-UUID/3" {
+		t.Errorf("a failure pinged %q", got)
+	}
+	if code, _ := run(url, "--once-per", "1h", "--", "true"); code != 0 {
+		t.Fatalf("skip: exit %d", code)
+	}
+	if got := mon.take(); len(got) != 0 {
+		t.Errorf("a skip pinged %q: silence must mean nobody ran", got)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/ping/SECRET-UUID"
+	ln.Close()
+	code, stderr := run(down, "--", "sh", "-c", "exit 4")
+	if code != 4 {
+		t.Errorf("with the monitor down: exit %d, want COMMAND's 4", code)
+	}
+	if n := strings.Count(stderr, "[WARN]"); n != 1 {
+		t.Errorf("%d WARNING lines with the monitor down, want 1:\n%s", n, stderr)
+	}
+}
+
+// The textfile: leaderrun_running is 1 while COMMAND runs (COMMAND reads
+// the file), and a failed run leaves the last success where it was.
+func TestMetricsFile(t *testing.T) {
+	cs := connectionString(t)
+	bin := leaderrunBinary(t)
+	container := "metrics-" + testenv.RandHex(6)
+	path := filepath.Join(t.TempDir(), "leaderrun_job.prom")
+	run := func(args ...string) int {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"-l", "job", "--container", container}, args...)...)
+		cmd.Env = append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+cs, "LEADERRUN_METRICS_FILE="+path)
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	gauges := func() map[string]float64 {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		fams, err := p.TextToMetricFamilies(f)
+		if err != nil {
+			t.Fatalf("Prometheus cannot parse the textfile: %v", err)
+		}
+		out := map[string]float64{}
+		for name, mf := range fams {
+			for _, m := range mf.GetMetric() {
+				out[name] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	running := `grep -q '^leaderrun_running{lease="job"} 1$' "$LEADERRUN_METRICS_FILE"`
+	if code := run("--", "sh", "-c", running); code != 0 {
+		t.Fatalf("COMMAND did not find leaderrun_running 1 in the textfile (exit %d)", code)
+	}
+	g := gauges()
+	success := g["leaderrun_last_success_timestamp_seconds"]
+	if g["leaderrun_running"] != 0 || success == 0 || g["leaderrun_last_run_exit_code"] != 0 {
+		t.Fatalf("after a success: %v", g)
+	}
+	if code := run("--", "sh", "-c", "exit 5"); code != 5 {
+		t.Fatalf("exit %d, want 5", code)
+	}
+	g = gauges()
+	if g["leaderrun_last_success_timestamp_seconds"] != success || g["leaderrun_last_run_exit_code"] != 5 {
+		t.Errorf("after a failure: %v; want the last success kept at %v and exit code 5", g, success)
+	}
+}
