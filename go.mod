@@ -16,6 +16,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require github.com/robfig/cron/v3 v3.0.1
+
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.13.0 // indirect
 	github.com/AzureAD/microsoft-authentication-library-for-go v1.10.1 // indirect
