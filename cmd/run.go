@@ -36,7 +36,8 @@ type runOptions struct {
 	splay         time.Duration
 	health        runner.HealthConfig
 	events        eventsOptions
-	slots         slotOptions // slots.go: --slots, --once, --once-per-host
+	slots         slotOptions     // slots.go: --slots, --once, --once-per-host
+	sched         scheduleOptions // schedule.go: --schedule, --starting-deadline
 
 	argv   []string
 	signal syscall.Signal
@@ -58,6 +59,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.storageTime, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
 	fs.DurationVar(&o.splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	o.slots.addFlags(fs)
+	o.sched.addFlags(fs)
 	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
 	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
 	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
@@ -117,6 +119,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		return usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
 	}
 	if err := o.slots.complete(); err != nil {
+		return err
+	}
+	if err := o.sched.complete(fs, o); err != nil {
 		return err
 	}
 	if fs.Changed("health-cmd") && o.health.Cmd == "" {

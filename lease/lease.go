@@ -30,6 +30,9 @@ type Lease struct {
 	URL        string        // the blob URL, no query (LEADERRUN_LEASE_URL)
 	Identity   string        // this holder (LEADERRUN_IDENTITY)
 	AcquiredAt time.Time     // when the term began, by the service's clock
+	// Occurrence is the scheduled occurrence this term runs
+	// (LEADERRUN_OCCURRENCE; WaitOptions.Schedule); zero without one.
+	Occurrence time.Time
 	Duration   time.Duration // the lease duration
 	// StopBudget is the grace after the stop signal once Lost closes:
 	// KillGrace capped at Duration/3 (see Config.StopBudget).
