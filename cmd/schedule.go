@@ -5,6 +5,7 @@ package cmd
 // the lease records it with the claim).
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -106,4 +107,80 @@ func logScheduleSkip(log hclog.Logger, o *scheduleOptions, skip *lease.SkipError
 		return false
 	}
 	return true
+}
+
+// scheduleView is what status, list and check show of a scheduled lease:
+// the schedule recorded with the last claim, the occurrence last started
+// and the next one after now (the service's Date).
+type scheduleView struct {
+	spec       string
+	last, next time.Time
+	// missed is the earliest occurrence after last that did not start
+	// although a later one is due too: it was never run (zero if none).
+	missed time.Time
+}
+
+// viewSchedule reads p's schedule keys; ok is false on a lease never run
+// with --schedule. A schedule that does not parse shows as recorded.
+func viewSchedule(p *lease.Properties, now time.Time) (v scheduleView, ok bool) {
+	if p == nil || p.Schedule == "" {
+		return v, false
+	}
+	v.spec, v.last = p.Schedule, p.Occurrence
+	s, err := schedule.Parse(p.Schedule)
+	if err != nil || now.IsZero() {
+		return v, true
+	}
+	v.next = s.Next(now)
+	if !v.last.IsZero() {
+		if n1 := s.Next(v.last); !n1.IsZero() && !n1.After(now) {
+			if n2 := s.Next(n1); !n2.IsZero() && !n2.After(now) {
+				v.missed = n1
+			}
+		}
+	}
+	return v, true
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// scheduleRows adds status's rows for a scheduled lease.
+func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
+	v, ok := viewSchedule(p, now)
+	if !ok {
+		return
+	}
+	row("schedule", v.spec)
+	last := "none started"
+	if !v.last.IsZero() {
+		last = stamp(v.last, now)
+	}
+	if !v.missed.IsZero() {
+		last += fmt.Sprintf("; MISSED %s", rfc3339(v.missed))
+	}
+	row("last occurrence", last)
+	if !v.next.IsZero() {
+		row("next occurrence", rfc3339(v.next))
+	}
+}
+
+// scheduleJSON fills status -o json's schedule keys (null when absent).
+func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
+	v, ok := viewSchedule(p, now)
+	if !ok {
+		return
+	}
+	s.Schedule = &v.spec
+	if !v.last.IsZero() {
+		t := v.last.UTC()
+		s.LastOccurrence = &t
+	}
+	if !v.next.IsZero() {
+		t := v.next.UTC()
+		s.NextOccurrence = &t
+	}
+	if !v.missed.IsZero() {
+		t := v.missed.UTC()
+		s.MissedOccurrence = &t
+	}
 }
