@@ -27,7 +27,8 @@ func (o *scheduleOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // complete parses the schedule; with it, --once-per, --once and
-// --once-per-host are refused (they say when to run too).
+// --once-per-host are refused (they say when to run too), and so are
+// several slots.
 func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
 	if err := envDefaults(fs, map[string]string{"schedule": "LEADERRUN_SCHEDULE"}); err != nil {
 		return err
@@ -48,6 +49,11 @@ func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
 		if fs.Changed(name) {
 			return usagef("--schedule and --%s cannot be used together: the schedule says when to run", name)
 		}
+	}
+	if ro.slots.n > 1 {
+		// Each slot is its own blob with its own record: an occurrence
+		// would run once per slot.
+		return usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", ro.slots.n)
 	}
 	s, err := schedule.Parse(o.spec)
 	if err != nil {

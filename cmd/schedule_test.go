@@ -27,6 +27,7 @@ func TestScheduleUsage(t *testing.T) {
 		{[]string{"--schedule", "*/5 * * * *", "--once-per-host"}, "--once-per-host cannot"},
 		{[]string{"--schedule", "*/5 * * * *", "--starting-deadline", "-1m"}, "--starting-deadline"},
 		{[]string{"--starting-deadline", "1m"}, "needs --schedule"},
+		{[]string{"--schedule", "@hourly", "--slots", "2"}, "--slots 2 cannot"},
 	} {
 		args := append([]string{"-l", "x"}, c.args...)
 		code, _, stderr := run(t, append(args, "--", "true")...)
