@@ -211,3 +211,38 @@ func TestAzuriteScheduleLostClaimAnswer(t *testing.T) {
 		})
 	}
 }
+
+// An earlier run still holding the lease at the next occurrence: the
+// contender gives up as held (leaderrun exits 0 quietly), nothing is
+// written, and once the lease is free the occurrence runs.
+func TestAzuriteScheduleEarlierRunHolding(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
+	c := azuriteClient(t, cfg)
+	occ := scheduledBlob(t, c)
+	first, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: fixedSchedule{occ: occ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := fixedSchedule{occ: occ.Add(time.Second)} // due at once: the service's clock is past it
+	eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", nil)
+	_, err = eb.Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: next})
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("the next occurrence while the earlier run holds: %v, want held", err)
+	}
+	if p := mustProps(t, c); !p.Occurrence.Equal(occ) {
+		t.Errorf("occurrence %s, want still %s", p.Occurrence, occ)
+	}
+	if err := first.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := eb.Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: next})
+	if err != nil {
+		t.Fatalf("after the earlier run: %v, want the next occurrence to run", err)
+	}
+	if !l.Occurrence.Equal(next.occ) {
+		t.Errorf("occurrence %s, want %s", l.Occurrence, next.occ)
+	}
+	_ = l.Release(t.Context())
+}
