@@ -16,6 +16,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require github.com/robfig/cron/v3 v3.0.1
+
 require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1

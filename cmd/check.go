@@ -95,5 +95,6 @@ func runCheck(ctx context.Context, a *app, o *checkOptions) error {
 		LastSuccess: ll.lastSuccess(),
 		Now:         ll.date,
 		MaxAge:      o.maxAge,
+		Schedule:    ll.scheduleView(),
 	})}
 }

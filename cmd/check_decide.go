@@ -43,6 +43,9 @@ type checkInput struct {
 	LastSuccess *lease.Run    // lease.LastSuccess (the newest across slots); nil if none recorded
 	Now         time.Time     // the service's Date header of the read
 	MaxAge      time.Duration // --max-age; the caller refuses values ≤ 0 as a usage error
+	// Schedule, of a lease run with --schedule (nil if not): an
+	// occurrence that never started (Missed) makes it CRITICAL.
+	Schedule *scheduleView
 }
 
 // checkResult is check's answer: exit with State, print Line (one line, no
@@ -122,6 +125,12 @@ func decideCheck(in checkInput) checkResult {
 	if running != nil {
 		fmt.Fprintf(&b, "; a run is in progress %s, started %s ago", onTerm(running.Holder, running.Term),
 			max(in.Now.Sub(running.Start).Round(time.Second), 0))
+	}
+	if v := in.Schedule; v != nil && !v.missed.IsZero() {
+		state = stateCritical
+		line := b.String()
+		b.Reset()
+		fmt.Fprintf(&b, "the occurrence %s of schedule %q never started; %s", rfc3339(v.missed), v.spec, line)
 	}
 	return checkResult{State: state, Line: state.String() + ": " + oneLine(b.String()) + " | " + perfdata(age, in.MaxAge, in.Runs)}
 }

@@ -76,7 +76,7 @@ func lineOptions(t *testing.T, args []string, env map[string]string) (*runOption
 // shell-free command line, up to a redirection.
 func leaderrunArgs(t *testing.T, line string) []string {
 	t.Helper()
-	fields := strings.Fields(line)
+	fields := shellWords(line)
 	for i, f := range fields {
 		if f == "leaderrun" || strings.HasSuffix(f, "/leaderrun") {
 			var args []string
@@ -91,6 +91,24 @@ func leaderrunArgs(t *testing.T, line string) []string {
 	}
 	t.Fatalf("no leaderrun command in %q", line)
 	return nil
+}
+
+// shellWords splits line as sh would for the shapes the examples use:
+// words, and words quoted whole with ' or ".
+func shellWords(line string) []string {
+	var words []string
+	for rest := strings.TrimSpace(line); rest != ""; rest = strings.TrimSpace(rest) {
+		if q := rest[0]; q == '\'' || q == '"' {
+			if end := strings.IndexByte(rest[1:], q); end >= 0 {
+				words = append(words, rest[1:end+1])
+				rest = rest[end+2:]
+				continue
+			}
+		}
+		w, r, _ := strings.Cut(rest, " ")
+		words, rest = append(words, w), r
+	}
+	return words
 }
 
 // unit is a systemd unit file: section → key → values.
@@ -189,6 +207,46 @@ func TestExampleSystemdUnit(t *testing.T) {
 	checkUnit(t, string(data))
 }
 
+// The systemd timer recipe: report.timer starts report.service every
+// minute, and the service's leaderrun line has a --schedule.
+func TestExampleSystemdTimer(t *testing.T) {
+	timer, err := os.ReadFile(examples + "report.timer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu, err := parseUnit(string(timer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tu["Timer"]["OnCalendar"]; len(got) != 1 || got[0] != "minutely" {
+		t.Errorf("report.timer OnCalendar = %q, want minutely", got)
+	}
+	svc, err := os.ReadFile(examples + "report.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, err := parseUnit(string(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := su["Service"]["Type"]; len(got) != 1 || got[0] != "oneshot" {
+		t.Errorf("report.service Type = %q, want oneshot", got)
+	}
+	env := map[string]string{}
+	for _, e := range su["Service"]["Environment"] {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			env[k] = v
+		}
+	}
+	exec := su["Service"]["ExecStart"]
+	if len(exec) != 1 {
+		t.Fatalf("report.service ExecStart = %q", exec)
+	}
+	if o := checkLine(t, leaderrunArgs(t, exec[0]), env); o.sched.s == nil {
+		t.Errorf("report.service runs leaderrun without --schedule: %q", exec[0])
+	}
+}
+
 func TestExampleCrontab(t *testing.T) {
 	data, err := os.ReadFile(examples + "report.cron")
 	if err != nil {
@@ -210,11 +268,19 @@ func TestExampleCrontab(t *testing.T) {
 		if len(fields) < 7 {
 			t.Fatalf("cron.d line needs 5 schedule fields, a user and a command: %q", line)
 		}
-		period := cronPeriod(t, fields[:5])
 		if fields[5] != "root" {
 			t.Errorf("user field %q", fields[5])
 		}
 		o := checkLine(t, leaderrunArgs(t, line), env)
+		if o.sched.s != nil {
+			// The scheduled recipe: every VM, every minute.
+			if strings.Join(fields[:5], " ") != "* * * * *" {
+				t.Errorf("a --schedule line runs every minute: %q", line)
+			}
+			jobs++
+			continue
+		}
+		period := cronPeriod(t, fields[:5])
 		if !o.noWait || o.oncePer == 0 {
 			t.Errorf("the cron recipe uses --no-wait and --once-per: %q", line)
 		}
@@ -397,39 +463,5 @@ func TestExampleRollingPatch(t *testing.T) {
 	}
 	if lines != 1 {
 		t.Fatalf("%d leaderrun lines, want 1", lines)
-	}
-}
-
-// The timer recipe: report.timer starts report.service every 5 minutes on
-// every VM, spread by RandomizedDelaySec; the service is the cron recipe's
-// line, a oneshot that skips inside the window and treats a held lease as
-// nothing to do.
-func TestExampleTimer(t *testing.T) {
-	timer, err := os.ReadFile(examples + "report.timer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"OnCalendar=", "RandomizedDelaySec=", "WantedBy=timers.target"} {
-		if !strings.Contains(string(timer), want) {
-			t.Errorf("report.timer lacks %s", want)
-		}
-	}
-	unit, err := os.ReadFile(examples + "report.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(unit)
-	if !strings.Contains(text, "Type=oneshot") {
-		t.Error("report.service must be Type=oneshot: the timer starts it and it ends")
-	}
-	var line string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "ExecStart=") {
-			line = strings.TrimPrefix(l, "ExecStart=")
-		}
-	}
-	o := checkLine(t, leaderrunArgs(t, line), map[string]string{"AZURE_STORAGE_ACCOUNT": "mystorageaccount"})
-	if !o.noWait || o.conflictCode != 0 || o.oncePer <= 0 || !strings.Contains(line, " -q ") {
-		t.Errorf("report.service's line must be the cron recipe (--no-wait -E 0 --once-per … -q): %q", line)
 	}
 }

@@ -99,6 +99,9 @@ func (h *heldRun) start(ctx context.Context) error {
 		"LEADERRUN_IDENTITY="+l.Identity,
 		"LEADERRUN_SLOT="+strconv.Itoa(l.Slot),
 	)
+	if !l.Occurrence.IsZero() {
+		h.env = append(h.env, "LEADERRUN_OCCURRENCE="+l.Occurrence.UTC().Format(time.RFC3339))
+	}
 	p, err := h.hs.start(h.env, l.KillBy())
 	if err != nil {
 		// Looked up before acquiring: the command changed since.

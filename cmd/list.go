@@ -98,6 +98,14 @@ func (v *leaseView) runs() []lease.Run {
 	return lease.MergeRuns(hs...)
 }
 
+// scheduleView is slot 0's schedule, for check; nil if not scheduled.
+func (v *leaseView) scheduleView() *scheduleView {
+	if s, ok := viewSchedule(v.l.slot0(v.blobURL).Props, v.date); ok {
+		return &s
+	}
+	return nil
+}
+
 // lastSuccess is the newest success the slots record; nil if none.
 func (v *leaseView) lastSuccess() *lease.Run {
 	var best *lease.Run

@@ -127,6 +127,7 @@ type leaseStatusJSON struct {
 func toLeaseStatusJSON(l listedLease, now time.Time, blobURL func(string) string) leaseStatusJSON {
 	s0 := l.slot0(blobURL)
 	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(s0.URL, s0.Props), DoneHosts: l.DoneHosts}
+	scheduleJSON(&j.statusJSON, s0.Props, now)
 	if p := l.Pause; p.Active(now) {
 		pj := &pauseJSON{}
 		if p.Reason != "" {
@@ -246,6 +247,16 @@ func leaseNotes(l listedLease, now time.Time) string {
 		}
 		if p.Reason != "" {
 			n += ": " + p.Reason
+		}
+		notes = append(notes, n)
+	}
+	if v, ok := viewSchedule(l.slot0(func(string) string { return "" }).Props, now); ok {
+		n := "schedule " + v.spec
+		if !v.next.IsZero() {
+			n += ", next " + v.next.Format(time.RFC3339)
+		}
+		if !v.missed.IsZero() {
+			n += ", MISSED " + v.missed.Format(time.RFC3339)
 		}
 		notes = append(notes, n)
 	}

@@ -102,12 +102,17 @@ AZURE_STORAGE_SAS_TOKEN, otherwise Microsoft Entra ID (managed identity,
 workload identity, service principal, Azure CLI login).
 
 Exit status: COMMAND's own; 128+N when signal N ended COMMAND or the wait;
-0 when --once-per, --once or --once-per-host skipped the run; 64 usage
+0 when --once-per, --once or --once-per-host skipped the run, or when
+--schedule found nothing due (or the lease held); 64 usage
 error; 69 storage unreachable, unauthorized or refused; 75 (-E) lease held by
 another, paused, or not acquired while a scheduled event concerns this VM; 76
 leadership lost while COMMAND ran, or stepped down for a scheduled event; 77
 health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
-		Example: `  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
+		Example: `  # every VM, every minute: each 5-minute occurrence runs once in the fleet,
+  # and one the whole fleet missed runs once as soon as a VM is back
+  * * * * *  leaderrun -l cron/report --schedule '*/5 * * * *' --splay 30s -q -- /opt/report.sh
+
+  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
   */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m --splay 30s -- /opt/report.sh
 
   # the same, pinging healthchecks.io from the VM that ran, and a textfile

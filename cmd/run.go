@@ -41,7 +41,8 @@ type runOptions struct {
 	pinger        *monitor.Pinger
 	health        runner.HealthConfig
 	events        eventsOptions
-	slots         slotOptions // slots.go: --slots, --once, --once-per-host
+	slots         slotOptions     // slots.go: --slots, --once, --once-per-host
+	sched         scheduleOptions // schedule.go: --schedule, --starting-deadline
 
 	argv   []string
 	signal syscall.Signal
@@ -66,6 +67,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
 	fs.DurationVar(&o.splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	o.slots.addFlags(fs)
+	o.sched.addFlags(fs)
 	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
 	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
 	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
@@ -135,6 +137,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 			return usagef("%v", err)
 		}
 		o.pinger = p
+	}
+	if err := o.sched.complete(fs, o); err != nil {
+		return err
 	}
 	if fs.Changed("health-cmd") && o.health.Cmd == "" {
 		return usagef("invalid --health-cmd '': give a shell command, or leave the flag out")

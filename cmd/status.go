@@ -57,6 +57,12 @@ type statusJSON struct {
 	Term       *int64       `json:"term"`
 	AcquiredAt *time.Time   `json:"acquiredAt"`
 	LastRun    *lastRunJSON `json:"lastRun"`
+	// A scheduled lease (--schedule): the schedule, the occurrence last
+	// started, the next one, and one that never ran (schedule.go).
+	Schedule         *string    `json:"schedule,omitempty"`
+	LastOccurrence   *time.Time `json:"lastOccurrence,omitempty"`
+	NextOccurrence   *time.Time `json:"nextOccurrence,omitempty"`
+	MissedOccurrence *time.Time `json:"missedOccurrence,omitempty"`
 }
 
 type lastRunJSON struct {
@@ -167,6 +173,7 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *
 	} else {
 		row("last run", "none recorded")
 	}
+	scheduleRows(row, p, now)
 }
 
 // stamp prints a service time with how long ago it was by the service's clock.

@@ -75,13 +75,15 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		// losing contender need not read who holds the lease.
 		HeldIsEnough: o.noWait && o.conflictCode == exitOK && !log.IsInfo(),
 		// After a splay the run of this tick has likely started: read first.
-		ReadFirst:      o.splay > 0,
+		// So does a scheduled invocation: most find nothing due.
+		ReadFirst:      o.splay > 0 || o.sched.s != nil,
 		Timeout:        o.timeout,
 		StorageTimeout: o.storageTime,
 		OncePer:        o.oncePer,
 		Once:           o.slots.once,
 		// --once-per-host: "" when off
 		OncePerHost: o.slots.oncePerHostName(),
+		Schedule:    o.sched.waitSchedule(),
 		OnTry:       hs.prepare,
 		OnWait: func(p *lease.Properties) {
 			hs.discard()
@@ -103,7 +105,15 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 	cancelWait()
 	<-waitDone
 	var skip *lease.SkipError
+	var held *lease.HeldError
 	switch {
+	case errors.As(err, &skip) && logScheduleSkip(log, &o.sched, skip):
+		return nil, nil
+	case o.sched.s != nil && errors.As(err, &held) && waitSig == 0:
+		// An earlier run still holds the lease: quietly; the next
+		// invocation tries again while the occurrence is due.
+		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
+		return nil, nil
 	case errors.As(err, &skip) && skip.Reason != lease.SkipOncePer:
 		logSkip(log, skip) // slots.go
 		return nil, nil

@@ -188,6 +188,14 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return nil, skipError(p, a.w.OncePer)
 	}
+	// Scheduled: an occurrence already started, none due, or one missed
+	// skips, held or free; a due one held by an earlier run waits or
+	// gives up as held (the claim decides once more).
+	if p.Exists && !a.ownClaim(p) {
+		if _, err := a.due(p, p.Date); err != nil {
+			return nil, err
+		}
+	}
 	if !p.State.held() {
 		return p, nil
 	}

@@ -187,6 +187,9 @@ func (a *azBlob) getProperties(ctx context.Context) (blobProps, error) {
 	if r.LeaseState != nil {
 		p.LeaseState = string(*r.LeaseState)
 	}
+	if r.CreationTime != nil {
+		p.Created = r.CreationTime.UTC()
+	}
 	for k, v := range r.Metadata {
 		// The SDK reads the names from canonicalized headers
 		// ("Holder"); leaderrun writes and reads them lowercased.

@@ -63,6 +63,10 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if withinWindow(&at, a.w.OncePer) {
 			return skipError(p, a.w.OncePer)
 		}
+		occ, err := a.due(&at, now)
+		if err != nil {
+			return err // --schedule: nothing due, or already started
+		}
 		if err := a.pollCheck(p); err != nil { // on the metadata as of the acquire
 			return err // once.go: --once, or another --slots recorded
 		}
@@ -93,6 +97,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			mdVersion:       cfg.Version,
 			mdClaim:         a.nonce,
 		})
+		md = mergeMetadata(md, a.scheduleKeys(occ)) // one write: the occurrence starts with the term
 		md = withSlots(md, cfg.Slots)
 		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
@@ -116,6 +121,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			return err
 		}
 		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !now.IsZero()
+		l.Occurrence = occ
 		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
 		l.sawDate(now)
 		l.sawDate(date)
@@ -136,6 +142,9 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 		l.AcquiredAt = at
 	}
 	l.meta = p.Metadata
+	if a.w.Schedule != nil {
+		l.Occurrence = p.Occurrence
+	}
 	l.runStartRecorded = p.Metadata[mdLastRunStart] != ""
 	l.sawDate(p.Date)
 }

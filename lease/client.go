@@ -202,6 +202,12 @@ type Properties struct {
 	State    State
 	Metadata map[string]string // keys lowercased; never nil
 	Date     time.Time         // the service's Date response header; zero if absent
+	Created  time.Time         // when the blob was made (x-ms-creation-time); zero if unknown
+
+	// A scheduled lease's schedule and the occurrence last started
+	// (--schedule); "" and zero if none.
+	Schedule   string
+	Occurrence time.Time
 
 	// Parsed from the metadata; zero if absent or malformed.
 	Holder        string
@@ -254,6 +260,7 @@ func (c *Client) getProperties(ctx context.Context) (*Properties, error) {
 	}
 	p := newProperties(state, resp.Metadata, resp.Date)
 	p.etag = resp.ETag
+	p.Created = resp.Created
 	return p, nil
 }
 

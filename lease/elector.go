@@ -74,6 +74,12 @@ type WaitOptions struct {
 	// once acquired (the lease is released first). Lease.MarkDone writes
 	// it. See once.go.
 	OncePerHost string
+	// Schedule, if set, runs only the occurrence it says is due (see
+	// schedule.go): asked on every poll read and again in the claim, on
+	// the service's clock; a *SkipError (SkipNotDue, SkipStarted,
+	// SkipMissed) when none is. The claim records the occurrence, and the
+	// Lease carries it.
+	Schedule Schedule
 	// OnWait, if set, is called when the wait starts and when the holder
 	// changes while waiting, on Acquire's goroutine: it must not block.
 	OnWait func(p *Properties)

@@ -130,6 +130,9 @@ type SkipError struct {
 	Holder string        // who started that run (SkipOnce: who succeeded; SkipOncePerHost: the host)
 	Start  time.Time     // when it started (service time; SkipOnce: when it ended; zero if unknown)
 	Window time.Duration // the once-per window
+	// Occurrence: with SkipNotDue, SkipStarted and SkipMissed, the latest
+	// occurrence of the schedule (zero with SkipNotDue if none).
+	Occurrence time.Time
 }
 
 // SkipReason says why a run was skipped.
@@ -139,6 +142,9 @@ const (
 	SkipOncePer     SkipReason = iota // --once-per: a run started within the window
 	SkipOnce                          // --once: a run already ended with status 0
 	SkipOncePerHost                   // --once-per-host: this host already ended a run with status 0
+	SkipNotDue                        // --schedule: no occurrence due (none since the lease blob was made)
+	SkipStarted                       // --schedule: the latest occurrence was already started, by anyone
+	SkipMissed                        // --schedule: the latest occurrence never started and is past --starting-deadline
 )
 
 func (e *SkipError) Error() string {
@@ -151,6 +157,12 @@ func (e *SkipError) Error() string {
 		return fmt.Sprintf("lease: skipped: %s already completed a run with status 0 (--once)", who)
 	case SkipOncePerHost:
 		return fmt.Sprintf("lease: skipped: host %s already completed a run with status 0 (--once-per-host)", who)
+	case SkipNotDue:
+		return "lease: skipped: no occurrence of the schedule is due"
+	case SkipStarted:
+		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", e.Occurrence.UTC().Format(time.RFC3339))
+	case SkipMissed:
+		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", e.Occurrence.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window",
 		who, e.Start.UTC().Format(time.RFC3339), e.Window)

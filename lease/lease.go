@@ -23,13 +23,16 @@ const releaseTimeout = 5 * time.Second
 // (child exits) → RecordRunEnd → Release. If Lost closes, stop the child by
 // LostErr().StopAt and SIGKILL it by LostErr().KillBy, then Release.
 type Lease struct {
-	ID         string        // the lease ID held (LEADERRUN_LEASE_ID)
-	Term       int64         // the fencing token (LEADERRUN_TERM): grows at every acquisition
-	Name       string        // the lease name (LEADERRUN_LEASE): the blob name of slot 0
-	Slot       int           // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
-	URL        string        // the blob URL, no query (LEADERRUN_LEASE_URL)
-	Identity   string        // this holder (LEADERRUN_IDENTITY)
-	AcquiredAt time.Time     // when the term began, by the service's clock
+	ID         string    // the lease ID held (LEADERRUN_LEASE_ID)
+	Term       int64     // the fencing token (LEADERRUN_TERM): grows at every acquisition
+	Name       string    // the lease name (LEADERRUN_LEASE): the blob name of slot 0
+	Slot       int       // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
+	URL        string    // the blob URL, no query (LEADERRUN_LEASE_URL)
+	Identity   string    // this holder (LEADERRUN_IDENTITY)
+	AcquiredAt time.Time // when the term began, by the service's clock
+	// Occurrence is the scheduled occurrence this term runs
+	// (LEADERRUN_OCCURRENCE; WaitOptions.Schedule); zero without one.
+	Occurrence time.Time
 	Duration   time.Duration // the lease duration
 	// StopBudget is the grace after the stop signal once Lost closes:
 	// KillGrace capped at Duration/3 (see Config.StopBudget).

@@ -42,6 +42,7 @@ func newProperties(state State, raw map[string]string, date time.Time) *Properti
 	}
 	p.AcquiredAt = parseTime(md[mdAcquiredAt])
 	p.Directory = isDirectory(md)
+	p.Schedule, p.Occurrence = md[mdSchedule], parseTime(md[mdOccurrence])
 	if start := parseTime(md[mdLastRunStart]); !start.IsZero() {
 		r := &RunRecord{Holder: md[mdLastRunHolder], Start: start, End: parseTime(md[mdLastRunEnd])}
 		if code, err := strconv.Atoi(md[mdLastExit]); err == nil {

@@ -54,4 +54,5 @@ type blobProps struct {
 	answer
 	LeaseState string            // x-ms-lease-state; "" if absent
 	Metadata   map[string]string // x-ms-meta-*, names lowercased; never nil
+	Created    time.Time         // x-ms-creation-time; zero if absent
 }

@@ -1,0 +1,192 @@
+package cmd
+
+// --schedule and --starting-deadline: run the occurrence of a cron schedule
+// that is due, on one VM of the fleet (the schedule package decides which;
+// the lease records it with the claim).
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/schedule"
+)
+
+type scheduleOptions struct {
+	spec     string
+	deadline time.Duration
+	s        *schedule.Schedule // parsed; nil without --schedule
+}
+
+func (o *scheduleOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.spec, "schedule", "", "run the occurrence of this cron schedule that is due, once in the fleet: five fields or @daily…, optional CRON_TZ=Zone prefix, UTC by default (env LEADERRUN_SCHEDULE)")
+	fs.DurationVar(&o.deadline, "starting-deadline", 0, "with --schedule: an occurrence older than this that never started is not run; a WARNING says so (0 = no limit)")
+}
+
+// complete parses the schedule; with it, --once-per, --once and
+// --once-per-host are refused (they say when to run too), and so are
+// several slots.
+func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
+	if err := envDefaults(fs, map[string]string{"schedule": "LEADERRUN_SCHEDULE"}); err != nil {
+		return err
+	}
+	if o.deadline < 0 {
+		return usagef("invalid --starting-deadline %s: must not be negative", o.deadline)
+	}
+	if o.spec == "" {
+		if fs.Changed("schedule") {
+			return usagef("invalid --schedule '': give a cron schedule, or leave the flag out")
+		}
+		if fs.Changed("starting-deadline") {
+			return usagef("--starting-deadline needs --schedule")
+		}
+		return nil
+	}
+	for _, name := range []string{"once-per", "once", "once-per-host"} {
+		if fs.Changed(name) {
+			return usagef("--schedule and --%s cannot be used together: the schedule says when to run", name)
+		}
+	}
+	if ro.slots.n > 1 {
+		// Each slot is its own blob with its own record: an occurrence
+		// would run once per slot.
+		return usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", ro.slots.n)
+	}
+	s, err := schedule.Parse(o.spec)
+	if err != nil {
+		return usagef("invalid --schedule: %v", err)
+	}
+	o.s = s
+	// Each invocation tries once, and reads first: most find nothing due.
+	ro.noWait = true
+	return nil
+}
+
+// leaseSchedule is the schedule as the lease asks it.
+type leaseSchedule struct {
+	s        *schedule.Schedule
+	deadline time.Duration
+}
+
+func (l leaseSchedule) String() string { return l.s.String() }
+
+func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
+	d := l.s.Decide(now, created, last, l.deadline)
+	switch d.Verdict {
+	case schedule.Run:
+		return d.Occurrence, nil
+	case schedule.Started:
+		return d.Occurrence, &lease.SkipError{Reason: lease.SkipStarted, Occurrence: d.Occurrence}
+	case schedule.Missed:
+		return d.Occurrence, &lease.SkipError{Reason: lease.SkipMissed, Occurrence: d.Occurrence}
+	}
+	return d.Occurrence, &lease.SkipError{Reason: lease.SkipNotDue, Occurrence: d.Occurrence}
+}
+
+// waitSchedule is WaitOptions.Schedule: nil without --schedule.
+func (o *scheduleOptions) waitSchedule() lease.Schedule {
+	if o.s == nil {
+		return nil
+	}
+	return leaseSchedule{s: o.s, deadline: o.deadline}
+}
+
+// logScheduleSkip says why a scheduled invocation ran nothing: a missed
+// occurrence is the one WARNING; the rest is debug.
+func logScheduleSkip(log hclog.Logger, o *scheduleOptions, skip *lease.SkipError) bool {
+	occ := ""
+	if !skip.Occurrence.IsZero() {
+		occ = skip.Occurrence.UTC().Format(time.RFC3339)
+	}
+	switch skip.Reason {
+	case lease.SkipMissed:
+		log.Warn("missed: a scheduled occurrence never started and is past --starting-deadline; it will not run",
+			"occurrence", occ, "schedule", o.spec, "starting_deadline", o.deadline)
+	case lease.SkipStarted:
+		log.Debug("skipped: the occurrence due was already started", "occurrence", occ)
+	case lease.SkipNotDue:
+		log.Debug("skipped: no occurrence of the schedule is due", "latest", occ)
+	default:
+		return false
+	}
+	return true
+}
+
+// scheduleView is what status, list and check show of a scheduled lease:
+// the schedule recorded with the last claim, the occurrence last started
+// and the next one after now (the service's Date).
+type scheduleView struct {
+	spec       string
+	last, next time.Time
+	// missed is the earliest occurrence after last that did not start
+	// although a later one is due too: it was never run (zero if none).
+	missed time.Time
+}
+
+// viewSchedule reads p's schedule keys; ok is false on a lease never run
+// with --schedule. A schedule that does not parse shows as recorded.
+func viewSchedule(p *lease.Properties, now time.Time) (v scheduleView, ok bool) {
+	if p == nil || p.Schedule == "" {
+		return v, false
+	}
+	v.spec, v.last = p.Schedule, p.Occurrence
+	s, err := schedule.Parse(p.Schedule)
+	if err != nil || now.IsZero() {
+		return v, true
+	}
+	v.next = s.Next(now)
+	if !v.last.IsZero() {
+		if n1 := s.Next(v.last); !n1.IsZero() && !n1.After(now) {
+			if n2 := s.Next(n1); !n2.IsZero() && !n2.After(now) {
+				v.missed = n1
+			}
+		}
+	}
+	return v, true
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// scheduleRows adds status's rows for a scheduled lease.
+func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
+	v, ok := viewSchedule(p, now)
+	if !ok {
+		return
+	}
+	row("schedule", v.spec)
+	last := "none started"
+	if !v.last.IsZero() {
+		last = stamp(v.last, now)
+	}
+	if !v.missed.IsZero() {
+		last += fmt.Sprintf("; MISSED %s", rfc3339(v.missed))
+	}
+	row("last occurrence", last)
+	if !v.next.IsZero() {
+		row("next occurrence", rfc3339(v.next))
+	}
+}
+
+// scheduleJSON fills status -o json's schedule keys (null when absent).
+func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
+	v, ok := viewSchedule(p, now)
+	if !ok {
+		return
+	}
+	s.Schedule = &v.spec
+	if !v.last.IsZero() {
+		t := v.last.UTC()
+		s.LastOccurrence = &t
+	}
+	if !v.next.IsZero() {
+		t := v.next.UTC()
+		s.NextOccurrence = &t
+	}
+	if !v.missed.IsZero() {
+		t := v.missed.UTC()
+		s.MissedOccurrence = &t
+	}
+}
