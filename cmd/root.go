@@ -115,10 +115,10 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
   # a cron job that runs on one VM of the fleet, at most once per 5-minute window
   */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m --splay 30s -- /opt/report.sh
 
-  # the same, pinging healthchecks.io from the VM that ran, and a textfile
+  # the first line, pinging healthchecks.io from the VM that ran, and a textfile
   # for node_exporter on every VM
   LEADERRUN_PING_URL=https://hc-ping.com/<uuid>
-  */5 * * * *  leaderrun -l cron/report --no-wait -E 0 --once-per 4m --splay 30s -q --metrics-file /var/lib/node_exporter/textfile/leaderrun_report.prom -- /opt/report.sh
+  * * * * *  leaderrun -l cron/report --schedule '*/5 * * * *' --splay 30s -q --metrics-file /var/lib/node_exporter/textfile/leaderrun_report.prom -- /opt/report.sh
 
   # a hot-standby service under systemd
   ExecStart=/usr/bin/leaderrun -l scheduler -- /usr/bin/scheduler --serve
