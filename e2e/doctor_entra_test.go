@@ -5,31 +5,12 @@ package e2e
 // source DefaultAzureCredential used, and no token reaches the output.
 
 import (
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
 )
 
 func TestDoctorManagedIdentity(t *testing.T) {
-	azurite := azuriteBinary(t)
-	bin := leaderrunBinary(t)
-	dir := t.TempDir()
-	cert, key := writeCertificate(t, dir)
-	mi := newIdentityEndpoint(t)
-	port := startOAuthAzurite(t, azurite, cert, key)
-
-	env := []string{
-		"AZURE_STORAGE_ACCOUNT=devstoreaccount1",
-		"LEADERRUN_ENDPOINT=https://127.0.0.1:" + strconv.Itoa(port) + "/devstoreaccount1",
-		"LEADERRUN_CONTAINER=" + "doctor-mi-" + testenv.RandHex(6),
-		"SSL_CERT_FILE=" + cert,
-		"IDENTITY_ENDPOINT=" + mi.url,
-		"IDENTITY_HEADER=" + identityHeader,
-		"HOME=" + dir, // no Azure CLI login to fall back on
-		"MSI_ENDPOINT=", "MSI_SECRET=", "IMDS_ENDPOINT=",
-	}
+	bin, _, env, mi := managedIdentity(t, "doctor-mi-")
 	r := runLR(t, bin, env, "doctor", "-l", "mi/job", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("doctor with a managed identity: %s", r)

@@ -42,23 +42,33 @@ const (
 	identityHeader  = "identity-header-for-tests-only"
 )
 
-func TestManagedIdentityEndToEnd(t *testing.T) {
+// managedIdentity starts an emulator that takes OAuth over TLS and a
+// managed-identity endpoint, and returns leaderrun's binary, a working
+// directory and the environment that authenticates through that identity
+// alone (no account key, no Azure CLI login), with a container of prefix.
+func managedIdentity(t *testing.T, prefix string) (bin, dir string, env []string, mi *identityEndpoint) {
+	t.Helper()
 	azurite := azuriteBinary(t)
-	bin := leaderrunBinary(t)
-	dir := t.TempDir()
+	bin = leaderrunBinary(t)
+	dir = t.TempDir()
 	cert, key := writeCertificate(t, dir)
-	mi := newIdentityEndpoint(t)
+	mi = newIdentityEndpoint(t)
 	port := startOAuthAzurite(t, azurite, cert, key)
-
-	env := []string{
+	env = []string{
 		"AZURE_STORAGE_ACCOUNT=devstoreaccount1",
 		"LEADERRUN_ENDPOINT=https://127.0.0.1:" + strconv.Itoa(port) + "/devstoreaccount1",
-		"LEADERRUN_CONTAINER=" + "mi-" + testenv.RandHex(6),
+		"LEADERRUN_CONTAINER=" + prefix + testenv.RandHex(6),
 		"SSL_CERT_FILE=" + cert,
 		"IDENTITY_ENDPOINT=" + mi.url,
 		"IDENTITY_HEADER=" + identityHeader,
 		"HOME=" + dir, // no Azure CLI login to fall back on
+		"MSI_ENDPOINT=", "MSI_SECRET=", "IMDS_ENDPOINT=",
 	}
+	return bin, dir, env, mi
+}
+
+func TestManagedIdentityEndToEnd(t *testing.T) {
+	bin, dir, env, mi := managedIdentity(t, "mi-")
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(k, "AZURE_") && !strings.HasPrefix(k, "LEADERRUN_") && !strings.HasPrefix(k, "IDENTITY_") &&
