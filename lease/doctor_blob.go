@@ -1,0 +1,288 @@
+// doctor_blob.go: doctor's checks on the scratch blob after its reads: the
+// lease and the metadata write, the listing and the delete, the clock and
+// the lease name.
+
+package lease
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/google/uuid"
+)
+
+// leaseAndMetadata acquires the scratch blob's lease for the run's
+// duration, renews it, writes metadata with the lease ID as a claim does,
+// and releases it (breaking it if the release is refused, so that the
+// blob can be deleted).
+func (d *doctor) leaseAndMetadata(ctx context.Context) {
+	id := uuid.NewString()
+	var etag string
+	r := d.do(ctx, "acquire", func(ctx context.Context) error {
+		ans, err := d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
+		etag = ans.ETag
+		return err
+	})
+	if r.err != nil {
+		d.set(CheckLease, CheckFailed, "acquire refused: %s", d.refusal(r.err, "write (w)"))
+		d.set(CheckMetadata, CheckWarning, "not tried: the lease was refused")
+		return
+	}
+	renew := d.do(ctx, "renew", func(ctx context.Context) error { _, err := d.s.api.renewLease(ctx, id); return err })
+	md := d.do(ctx, "set metadata", func(ctx context.Context) error {
+		_, err := d.s.api.setMetadata(ctx, id, etag, map[string]string{"doctor": "1"})
+		return err
+	})
+	if md.err != nil {
+		d.set(CheckMetadata, CheckFailed, "refused: %s", d.refusal(md.err, "write (w)"))
+	} else {
+		d.set(CheckMetadata, CheckOK, "allowed (with the lease ID and If-Match, as a claim writes)")
+	}
+	rel := d.do(ctx, "release", func(ctx context.Context) error { _, err := d.s.api.releaseLease(ctx, id); return err })
+	switch {
+	case renew.err != nil:
+		d.set(CheckLease, CheckFailed, "acquire allowed, renew refused: %s", d.refusal(renew.err, "write (w)"))
+	case rel.err != nil:
+		d.set(CheckLease, CheckFailed, "acquire and renew allowed, release refused: %s", d.refusal(rel.err, "write (w)"))
+	default:
+		d.set(CheckLease, CheckOK, "acquire (%s), renew and release allowed", d.cfg.Duration)
+	}
+	if rel.err != nil {
+		d.do(ctx, "break", func(ctx context.Context) error { _, err := d.s.api.breakLease(ctx, 0); return err })
+	}
+}
+
+// list lists the scratch blob's name, as the slot poll, list, status and
+// completion list the lease's.
+func (d *doctor) list(ctx context.Context, created bool) {
+	var found bool
+	r := d.do(ctx, "list blobs", func(ctx context.Context) error {
+		blobs, _, err := d.s.lister.listBlobs(ctx, d.s.blobName, false)
+		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.blobName })
+		return err
+	})
+	const who = "list, status's slots and pause, completion and runs with --slots above 1 need it"
+	switch {
+	case r.err != nil:
+		d.set(CheckList, CheckWarning, "refused: %s; %s", d.refusal(r.err, "list (l), in a container or account SAS"), who)
+	case created && !found:
+		d.set(CheckList, CheckWarning, "allowed, but the listing did not show %s", d.s.blobName)
+	default:
+		d.set(CheckList, CheckOK, "allowed")
+	}
+}
+
+// remove deletes the scratch blob.
+func (d *doctor) remove(ctx context.Context) {
+	r := d.do(ctx, "delete blob", func(ctx context.Context) error { _, err := d.s.api.deleteBlob(ctx); return err })
+	if r.err != nil && r.err.kind != kindBlobMissing {
+		d.set(CheckDelete, CheckWarning, "refused: %s; resume needs it, and the scratch blob %s is left behind: delete it with a credential that may",
+			d.refusal(r.err, "delete (d)"), d.s.URL())
+		return
+	}
+	d.set(CheckDelete, CheckOK, "allowed: %s deleted", d.s.blobName)
+}
+
+// clock compares this host's clock with the service's Date headers.
+func (d *doctor) clock() {
+	if len(d.skews) == 0 {
+		return
+	}
+	skew := percentile(d.skews, 50).Round(time.Second)
+	abs, side := skew, "behind"
+	if skew < 0 {
+		abs, side = -skew, "ahead of"
+	}
+	if abs < skewWarn {
+		d.set(CheckClock, CheckOK, "within %s of the service's (Date, whole seconds)", max(abs, time.Second))
+		return
+	}
+	d.set(CheckClock, CheckWarning, "this host's clock is %s %s the service's: leaderrun decides by the service's clock, "+
+		"but key-signed requests are refused beyond 15 minutes and Entra ID tokens beyond about 5; check time sync (timedatectl, chronyc tracking)",
+		abs, side)
+}
+
+// leaseName reads the lease NAME itself: a directory of a hierarchical
+// namespace cannot be a lease.
+func (d *doctor) leaseName(ctx context.Context) {
+	if d.name == "" {
+		return
+	}
+	var p *Properties
+	r := d.do(ctx, "get properties", func(ctx context.Context) error {
+		var err error
+		p, err = d.c.getProperties(ctx)
+		return err
+	})
+	switch {
+	case r.err != nil:
+		d.set(CheckLeaseName, CheckWarning, "%s: cannot read it: %s", d.name, answerText(r.err))
+	case p.Directory:
+		d.set(CheckLeaseName, CheckFailed, "%s", strings.TrimPrefix(directoryError(d.name).Error(), "lease: "))
+	case !p.Exists:
+		d.set(CheckLeaseName, CheckOK, "%s does not exist yet: the first run creates it", d.name)
+	default:
+		detail := fmt.Sprintf("%s: %s", d.name, p.State)
+		if p.Term > 0 {
+			detail += fmt.Sprintf(", term %d", p.Term)
+		}
+		if p.Holder != "" {
+			detail += ", holder " + p.Holder
+		}
+		d.set(CheckLeaseName, CheckOK, "%s", detail)
+	}
+}
+
+// credential names the credential in use, and where it came from, without
+// any secret.
+func (d *doctor) credential() string {
+	cs := d.src.fromConnString
+	switch d.src.auth {
+	case authSharedKey:
+		from := "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY"
+		if cs {
+			from = "AZURE_STORAGE_CONNECTION_STRING"
+		}
+		return fmt.Sprintf("shared key of account %s, from %s", d.src.account, from)
+	case authSAS:
+		from := "AZURE_STORAGE_SAS_TOKEN"
+		if cs {
+			from = "AZURE_STORAGE_CONNECTION_STRING"
+		}
+		var parts []string
+		if sp := d.sas.Get("sp"); sp != "" {
+			parts = append(parts, "permissions "+sp)
+		}
+		if se := d.sas.Get("se"); se != "" {
+			parts = append(parts, "expires "+se)
+		}
+		if d.sas.Get("skoid") != "" {
+			parts = append(parts, "user delegation")
+		}
+		desc := "SAS token from " + from
+		if len(parts) > 0 {
+			desc += " (" + strings.Join(parts, ", ") + ")"
+		}
+		return desc
+	}
+	d.mu.Lock()
+	with := d.entraWith
+	d.mu.Unlock()
+	desc := "Microsoft Entra ID through DefaultAzureCredential"
+	if with != "" {
+		desc += ": " + entraSource(with)
+	}
+	return desc
+}
+
+// entraSource says which of DefaultAzureCredential's sources a credential
+// type is.
+func entraSource(typeName string) string {
+	names := map[string]string{
+		"EnvironmentCredential":       "service principal from AZURE_CLIENT_ID and its secret or certificate",
+		"WorkloadIdentityCredential":  "workload identity",
+		"ManagedIdentityCredential":   "managed identity",
+		"AzureCLICredential":          "Azure CLI login",
+		"AzureDeveloperCLICredential": "Azure Developer CLI login",
+		"AzurePowerShellCredential":   "Azure PowerShell login",
+	}
+	if n, ok := names[typeName]; ok {
+		return n + " (" + typeName + ")"
+	}
+	return typeName
+}
+
+// watchCredential listens to the Azure SDK's log for the line in which
+// DefaultAzureCredential says which source authenticated. The SDK's log
+// is process-wide; stop ends the listening.
+func (d *doctor) watchCredential() (stop func()) {
+	log.SetEvents(azidentity.EventAuthentication)
+	log.SetListener(func(ev log.Event, msg string) {
+		if ev != azidentity.EventAuthentication {
+			return
+		}
+		if _, with, ok := strings.Cut(msg, " authenticated with "); ok {
+			d.mu.Lock()
+			d.entraWith = strings.TrimSpace(with)
+			d.mu.Unlock()
+		}
+	})
+	return func() {
+		log.SetListener(nil)
+		log.SetEvents()
+	}
+}
+
+// sasFields parses a SAS token's query without its signature; nil if
+// there is none.
+func sasFields(sas string) url.Values {
+	if sas == "" {
+		return nil
+	}
+	v, err := url.ParseQuery(sas)
+	if err != nil {
+		return nil
+	}
+	v.Del("sig")
+	return v
+}
+
+// authRefused: the service did not accept the credential at all (a bad
+// key or signature, shared-key access disabled, a token for another
+// tenant, the account's network rules), as opposed to a permission the
+// credential lacks.
+func authRefused(se *StorageError) bool {
+	return (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden) && !permissionRefused(se)
+}
+
+// permissionRefused: the credential was accepted and lacks a permission.
+func permissionRefused(se *StorageError) bool {
+	switch bloberror.Code(se.Code) {
+	case bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch,
+		bloberror.AuthorizationServiceMismatch:
+		return se.StatusCode == http.StatusForbidden
+	}
+	return false
+}
+
+func isVersionRefusal(se *StorageError) bool { return se.setting == settingVersion }
+
+// answerText is what the service answered, with the cause and the fix
+// when they are known; the sanitized failure when no answer came.
+func answerText(se *StorageError) string {
+	if se.StatusCode == 0 {
+		return strings.TrimPrefix(se.Error(), "lease: ")
+	}
+	s := fmt.Sprintf("%d %s", se.StatusCode, cmp.Or(se.Code, http.StatusText(se.StatusCode)))
+	if se.Hint != "" {
+		s += " (" + se.Hint + ")"
+	}
+	return s
+}
+
+// refusal is a refused request's detail: the answer and, when the
+// credential lacks a permission, what grants it. sasPerm is the SAS
+// permission the request needs.
+func (d *doctor) refusal(se *StorageError, sasPerm string) string {
+	if !permissionRefused(se) {
+		return answerText(se)
+	}
+	what := fmt.Sprintf("%d %s", se.StatusCode, se.Code)
+	switch d.src.auth {
+	case authSAS:
+		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)
+	case authEntra:
+		return fmt.Sprintf("%s: grant this identity the 'Storage Blob Data Contributor' role on container %s (or on the account)",
+			what, d.c.container)
+	}
+	return answerText(se)
+}

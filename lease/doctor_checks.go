@@ -1,0 +1,176 @@
+// doctor_checks.go: doctor's first checks (doctor.go runs them in order):
+// the account and the container's settings, the scratch blob's create, its
+// reads and the round trip.
+
+package lease
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// account reads Get Account Information: kind, SKU, hierarchical namespace.
+func (d *doctor) account(ctx context.Context) {
+	var ai accountInfo
+	r := d.do(ctx, "get account information", func(ctx context.Context) error {
+		var err error
+		ai, err = d.s.api.(accountAPI).accountInfo(ctx)
+		return err
+	})
+	if r.err != nil {
+		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
+		return
+	}
+	desc := strings.Join(nonEmpty(ai.Kind, ai.SKU), ", ")
+	if desc == "" {
+		desc = "kind not said"
+	}
+	if !ai.HNS {
+		d.set(CheckAccount, CheckOK, "%s, hierarchical namespace off", desc)
+		return
+	}
+	detail := desc + ", hierarchical namespace on: directories show in listings (leaderrun ignores them), " +
+		"and a lease named like a directory (cron beside cron/report) is refused"
+	if i := strings.Index(d.name, "/"); i > 0 {
+		detail += fmt.Sprintf("; this lease makes %q a directory, so no lease may be named %q", d.name[:i], d.name[:i])
+	}
+	d.set(CheckAccount, CheckWarning, "%s", detail)
+}
+
+func nonEmpty(ss ...string) []string {
+	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
+}
+
+// container reads Get Container Properties: an immutability policy or a
+// legal hold refuses every write a run makes after its first. A missing
+// container is created, as a run would. It reports whether to go on, and
+// whether a scratch blob could be deleted again (writable).
+func (d *doctor) container(ctx context.Context) (usable, writable bool) {
+	var ci containerInfo
+	r := d.do(ctx, "get container properties", func(ctx context.Context) error {
+		var err error
+		ci, err = d.s.api.(accountAPI).containerInfo(ctx)
+		return err
+	})
+	switch {
+	case r.err != nil && r.err.kind == kindContainerMissing:
+		c := d.do(ctx, "create container", func(ctx context.Context) error { _, err := d.s.api.createContainer(ctx); return err })
+		if c.err != nil && c.err.kind != kindExists {
+			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
+				d.c.container, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
+			return false, false
+		}
+		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.c.container)
+	case r.err != nil:
+		d.set(CheckContainer, CheckWarning, "cannot tell whether %s has an immutability policy or a legal hold: %s",
+			d.c.container, answerText(r.err))
+		d.containerUnread = r.err
+	case ci.LegalHold || ci.ImmutabilityPolicy:
+		var what []string
+		if ci.ImmutabilityPolicy {
+			what = append(what, "an immutability policy")
+		}
+		if ci.LegalHold {
+			what = append(what, "a legal hold")
+		}
+		d.set(CheckContainer, CheckFailed, "%s has %s: %s; %s", d.c.container, strings.Join(what, " and "), immutableCause, immutableFix)
+		return true, false
+	default:
+		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.container)
+	}
+	return true, true
+}
+
+// containerWritten settles a container whose properties could not be read
+// (a service SAS may not read them): if the scratch blob's metadata was
+// written and the blob deleted, nothing stops a run's writes.
+func (d *doctor) containerWritten() {
+	if d.containerUnread == nil || d.results[CheckMetadata].Status != CheckOK || d.results[CheckDelete].Status != CheckOK {
+		return
+	}
+	d.set(CheckContainer, CheckOK, "%s: no immutability policy or legal hold stops a write (the scratch blob's metadata and delete went through; "+
+		"its properties were not readable: %s)", d.c.container, answerText(d.containerUnread))
+}
+
+// create creates the scratch blob as a run creates a lease blob.
+func (d *doctor) create(ctx context.Context) bool {
+	r := d.do(ctx, "create blob", func(ctx context.Context) error { _, err := d.s.api.createBlob(ctx); return err })
+	if r.err != nil {
+		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
+		return false
+	}
+	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.blobName)
+	return true
+}
+
+// reads reads the scratch blob doctorReads times, for the read check and
+// the round trip.
+func (d *doctor) reads(ctx context.Context) {
+	var (
+		rtts    []time.Duration
+		refused *StorageError
+	)
+	for range doctorReads {
+		r := d.do(ctx, "get properties", func(ctx context.Context) error { _, err := d.s.api.getProperties(ctx); return err })
+		switch {
+		case r.err == nil || r.err.kind == kindBlobMissing:
+			rtts = append(rtts, r.rtt)
+		case refused == nil:
+			refused = r.err
+		}
+	}
+	if _, done := d.results[CheckRead]; !done {
+		if refused != nil {
+			d.set(CheckRead, CheckFailed, "refused: %s", d.refusal(refused, "read (r)"))
+		} else {
+			d.set(CheckRead, CheckOK, "allowed")
+		}
+	}
+	d.roundTrip(rtts)
+}
+
+// roundTrip reports the reads' p50 and p95, and what a renewal has at the
+// run's lease duration: each try is cut at renewTry, and tries go on for
+// the window before the stop signal.
+func (d *doctor) roundTrip(rtts []time.Duration) {
+	if len(rtts) == 0 {
+		d.set(CheckRoundTrip, CheckWarning, "not measured: no read was answered")
+		return
+	}
+	p50, p95 := percentile(rtts, 50), percentile(rtts, 95)
+	window, try := renewTiming(d.cfg.Duration, d.cfg.StopBudget(), d.cfg.RenewInterval)
+	detail := fmt.Sprintf("p50 %s, p95 %s of %d reads; at --lease-duration %s a renewal is sent every %s, each try cut at %s, "+
+		"with %s for retries before the stop signal and a %s stop budget: p95 is %.1f%% of a try",
+		roundDur(p50), roundDur(p95), len(rtts), d.cfg.Duration, d.cfg.RenewInterval, roundDur(try), roundDur(window),
+		d.cfg.StopBudget(), 100*float64(p95)/float64(try))
+	switch {
+	case p95 >= try:
+		d.set(CheckRoundTrip, CheckFailed, "%s: renewals would be cut before they are answered", detail)
+	case p95 >= try/4:
+		d.set(CheckRoundTrip, CheckWarning, "%s: a slow try leaves little room for retries (a longer --lease-duration gives more)", detail)
+	default:
+		d.set(CheckRoundTrip, CheckOK, "%s", detail)
+	}
+}
+
+// percentile is the nearest-rank p-th percentile of ds (not empty).
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// roundDur keeps three significant digits or so.
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
