@@ -272,18 +272,6 @@ func TestDoctor(t *testing.T) {
 	})
 }
 
-// proxied puts a fault proxy in front of the emulator and returns it with
-// the connection string that goes through it.
-func proxied(t *testing.T, cs string) (*faultproxy.Proxy, string) {
-	t.Helper()
-	p, pcs, err := faultproxy.InFront(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p, pcs
-}
-
 // errorLine is the one [ERROR] line of a command's stderr; it fails the
 // test if there is not exactly one.
 func errorLine(t *testing.T, what string, r lrResult) string {
@@ -305,7 +293,7 @@ func TestDoctorAccountSettings(t *testing.T) {
 	cs := connectionString(t)
 	bin := leaderrunBinary(t)
 	key := testenv.ConnField(cs, "AccountKey")
-	p, through := proxied(t, cs)
+	p, through := faultproxy.Start(t, cs)
 	name := "settings-" + testenv.RandHex(6)
 	env := []string{"AZURE_STORAGE_CONNECTION_STRING=" + through, "LEADERRUN_CONTAINER=" + name}
 	if r := runLR(t, bin, env, "-l", "job", "--", "true"); r.code != 0 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -158,5 +159,65 @@ func TestMetricsFile(t *testing.T) {
 	g = gauges()
 	if g["leaderrun_last_success_timestamp_seconds"] != success || g["leaderrun_last_run_exit_code"] != 5 {
 		t.Errorf("after a failure: %v; want the last success kept at %v and exit code 5", g, success)
+	}
+}
+
+// A monitor that does not answer delays neither the stop nor the release:
+// while the final ping hangs, the lease is already free; leaderrun exits
+// with COMMAND's status once it has waited for the ping a bounded time.
+func TestPingNeverDelaysTheRelease(t *testing.T) {
+	cs := connectionString(t)
+	bin := leaderrunBinary(t)
+	container := "pinghang-" + testenv.RandHex(6)
+	final := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/start") {
+			return
+		}
+		select {
+		case final <- struct{}{}:
+		default:
+		}
+		<-unblock
+	}))
+	defer srv.Close()
+	defer close(unblock)
+	env := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+cs, "LEADERRUN_PING_URL="+srv.URL+"/ping/x")
+	cmd := exec.Command(bin, "-l", "job", "--container", container, "--", "sh", "-c", "exit 2")
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		exited <- code
+	}()
+	<-final // the final ping is in flight, and hangs
+	released := false
+	for range 100 {
+		st := exec.Command(bin, "status", "-l", "job", "--container", container, "-o", "json")
+		st.Env = env
+		out, err := st.Output()
+		if err == nil && strings.Contains(string(out), `"state": "available"`) {
+			released = true
+			break
+		}
+		select {
+		case code := <-exited:
+			t.Fatalf("leaderrun exited (%d) before the lease was seen free", code)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !released {
+		t.Fatal("the lease was not released while the final ping hung")
+	}
+	if code := <-exited; code != 2 {
+		t.Errorf("exit %d, want COMMAND's 2", code)
 	}
 }

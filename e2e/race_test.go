@@ -85,11 +85,7 @@ func ranBy(t *testing.T, runs string) []string {
 // connection string that goes through it.
 func slowed(t *testing.T, cs string, latency time.Duration) string {
 	t.Helper()
-	p, pcs, err := faultproxy.InFront(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p, pcs := faultproxy.Start(t, cs)
 	p.Set(faultproxy.Mode{Latency: latency})
 	return pcs
 }

@@ -181,7 +181,7 @@ func TestAzuriteScheduleLostClaimAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			proxy, pcs := throughProxy(t, cs)
+			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
 			c := azuriteClient(t, cfg)
 			occ := scheduledBlob(t, c)

@@ -17,18 +17,6 @@ import (
 // The service's hard answers, played by the fault proxy in front of the
 // emulator: writes applied with their answer lost, and throttling per blob.
 
-// throughProxy starts a fault proxy in front of the emulator of cs and
-// returns it with the connection string that goes through it.
-func throughProxy(t *testing.T, cs string) (*faultproxy.Proxy, string) {
-	t.Helper()
-	p, pcs, err := faultproxy.InFront(cs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p, pcs
-}
-
 // ageRuns moves the recorded run of blob an hour back, so that a once-per
 // window is open again; the blob must not be leased.
 func ageRuns(t *testing.T, cs, containerName, blobName string) {
@@ -72,7 +60,7 @@ func TestAzuriteLostAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			proxy, pcs := throughProxy(t, cs)
+			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
 			c := azuriteClient(t, cfg)
 			e := azuriteElector(t, c, "vm-a", nil)
@@ -157,7 +145,7 @@ func TestAzuriteThrottledFleet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			const contenders = 30
-			proxy, pcs := throughProxy(t, cs)
+			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
 			// The blob exists, as on every run but a lease's first.
 			l, err := azuriteElector(t, azuriteClient(t, cfg), "setup", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
@@ -235,7 +223,7 @@ func TestAzuriteBreakDuringClaim(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	proxy, pcs := throughProxy(t, cs)
+	proxy, pcs := faultproxy.Start(t, cs)
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
 	direct := azuriteClient(t, cfg)
 	l, err := azuriteElector(t, direct, "vm-15s", nil).Acquire(ctx, WaitOptions{NoWait: true})
@@ -310,7 +298,7 @@ func TestAzuriteLostPauseAnswers(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	proxy, pcs := throughProxy(t, cs)
+	proxy, pcs := faultproxy.Start(t, cs)
 	c := azuriteClient(t, ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"})
 	if _, err := c.WritePause(ctx, Pause{Reason: "first"}); err != nil { // creates the container
 		t.Fatal(err)

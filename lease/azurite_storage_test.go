@@ -227,7 +227,7 @@ func TestAzuriteMissingContainerOrBlob(t *testing.T) {
 		if p := mustProps(t, c); p.Exists || p.State != StateAbsent {
 			t.Errorf("Properties: %+v", p)
 		}
-		if err := c.Break(ctx, 0); !errors.Is(err, ErrNotLeased) {
+		if _, err := c.BreakLease(ctx, 0); !errors.Is(err, ErrNotLeased) {
 			t.Errorf("Break: %v, want ErrNotLeased", err)
 		}
 	}

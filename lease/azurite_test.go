@@ -151,7 +151,7 @@ func TestAzuriteLifecycle(t *testing.T) {
 	}
 
 	// Broken at once (period 0): A takes term 3.
-	if err := ca.Break(ctx, 0); err != nil {
+	if _, err := ca.BreakLease(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if p := mustProps(t, ca); p.State != StateBroken {
@@ -173,7 +173,7 @@ func TestAzuriteLifecycle(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ca.Break(ctx, 0); !errors.Is(err, ErrNotLeased) {
+	if _, err := ca.BreakLease(ctx, 0); !errors.Is(err, ErrNotLeased) {
 		t.Errorf("break with no lease: %v, want ErrNotLeased", err)
 	}
 }
@@ -366,7 +366,7 @@ func TestAzuriteErrors(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "sig=") || strings.Contains(err.Error(), token) {
 			t.Errorf("unreachable with a SAS: %v", err)
 		}
-		if err := unreachable.Break(ctx, 0); err == nil || strings.Contains(err.Error(), "sig=") {
+		if _, err := unreachable.BreakLease(ctx, 0); err == nil || strings.Contains(err.Error(), "sig=") {
 			t.Errorf("break, unreachable with a SAS: %v", err)
 		}
 	})

@@ -196,13 +196,8 @@ func readDone(p *Properties) *pendingRead {
 	return r
 }
 
-// wait returns the read, once it has answered; nil if it failed.
-func (r *pendingRead) wait() *Properties {
-	<-r.done
-	return r.p
-}
-
-// waitFor is wait, giving up after d (nil then).
+// waitFor returns the read once it has answered (nil if it failed), or nil
+// after d.
 func (r *pendingRead) waitFor(d time.Duration) *Properties {
 	if waitFor(r.done, d) {
 		return r.p

@@ -285,20 +285,14 @@ func errorDate(err error) time.Time {
 // holder's acquire and its claim.
 const BreakAtPeriodEnd time.Duration = -1
 
-// Break breaks the blob's lease, whoever holds it (no lease ID needed). With
+// BreakLease breaks the blob's lease, whoever holds it (no lease ID needed). With
 // BreakAtPeriodEnd the lease is free when the holder's current period ends
 // (the safe break). With a period (0–60 s, whole seconds) the service frees
 // it after the shorter of that period and what is left of the holder's:
 // shorter than the holder's lease, the old holder's child may still run
 // while a new holder starts; with period 0 the lease is broken at once. No
 // lease to break is an error wrapping ErrNotLeased.
-func (c *Client) Break(ctx context.Context, period time.Duration) error {
-	_, err := c.BreakLease(ctx, period)
-	return err
-}
-
-// BreakLease is Break, and also returns how long until the lease is broken,
-// as the service reports it.
+// It returns how long until the lease is broken, as the service reports it.
 func (c *Client) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
 	if period != BreakAtPeriodEnd && (period < 0 || period > MaxDuration || period%time.Second != 0) {
 		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)

@@ -244,12 +244,12 @@ func TestBreak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newFakeStore(t)
 		c := s.client()
-		if err := c.Break(context.Background(), 5*time.Second); !errors.Is(err, ErrNotLeased) {
+		if _, err := c.BreakLease(context.Background(), 5*time.Second); !errors.Is(err, ErrNotLeased) {
 			t.Errorf("break with no lease: %v, want ErrNotLeased", err)
 		}
 		for _, bad := range []time.Duration{-time.Second, 61 * time.Second, 1500 * time.Millisecond} {
 			var ce *ConfigError
-			if err := c.Break(context.Background(), bad); !errors.As(err, &ce) {
+			if _, err := c.BreakLease(context.Background(), bad); !errors.As(err, &ce) {
 				t.Errorf("period %v: %v, want a ConfigError", bad, err)
 			}
 		}
@@ -265,7 +265,7 @@ func TestBreak(t *testing.T) {
 		s.setHook(func(ctx context.Context, op string) error {
 			return respErr(http.StatusServiceUnavailable, "ServerBusy")
 		})
-		if err := c.Break(context.Background(), 0); !errors.Is(err, ErrUnavailable) {
+		if _, err := c.BreakLease(context.Background(), 0); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("503: %v", err)
 		}
 	})
@@ -324,7 +324,7 @@ func TestBlackHoledServerHonoursDeadlines(t *testing.T) {
 		{"acquire", func(ctx context.Context) error { _, err := c.acquire(ctx, id, 15*time.Second); return err }},
 		{"set metadata", func(ctx context.Context) error { _, err := c.setMetadata(ctx, id, "", nil); return err }},
 		{"properties", func(ctx context.Context) error { _, err := c.Properties(ctx); return err }},
-		{"break", func(ctx context.Context) error { return c.Break(ctx, 0) }},
+		{"break", func(ctx context.Context) error { _, err := c.BreakLease(ctx, 0); return err }},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		start := time.Now()

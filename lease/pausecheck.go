@@ -87,7 +87,11 @@ func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 				return se
 			}
 		}
-		return &StorageError{Op: "write pause marker", Err: errors.New("container created"), kind: kindTransient}
+		if ans, err = m.api.putBlob(rctx, md); err != nil {
+			return m.mapError("write pause marker", err)
+		}
+		date = ans.Date
+		return nil
 	})
 	if err != nil {
 		return time.Time{}, err

@@ -102,7 +102,7 @@ func TestPingMonitorDown(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	var logs bytes.Buffer
-	p, err := NewPinger("http://"+addr+"/ping/SECRET-UUID", "", testLogger(&logs))
+	p, err := NewPinger("http://"+addr+"/ping/SECRET-UUID?key=QUERYSECRET", "", testLogger(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestPingMonitorDown(t *testing.T) {
 		t.Errorf("%d WARNING lines, want 1:\n%s", n, logs.String())
 	}
 	if strings.Contains(logs.String(), "SECRET") || !strings.Contains(logs.String(), "http://"+addr) {
-		t.Errorf("the log must name the host, never the path:\n%s", logs.String())
+		t.Errorf("the log must name the host, never the path or the query:\n%s", logs.String())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"testing"
 )
 
 // InFront starts a proxy in front of the emulator that connString (an Azure
@@ -26,4 +27,16 @@ func InFront(connString string) (*Proxy, string, error) {
 		return nil, "", err
 	}
 	return p, strings.Replace(connString, "http://"+target.Host, p.URL(), 1), nil
+}
+
+// Start is InFront for a test: it fails t if the proxy cannot start, and
+// closes the proxy when t ends.
+func Start(t testing.TB, connString string) (*Proxy, string) {
+	t.Helper()
+	p, via, err := InFront(connString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p, via
 }
