@@ -64,14 +64,14 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	if o.slot >= 0 {
 		return breakSlot(rctx, a, o) // slots_status.go
 	}
-	v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
+	client, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
 	if err != nil {
 		return err
 	}
-	if v.l.SlotCount > 1 {
-		return breakSlots(rctx, a, o, v)
+	if v.SlotCount > 1 {
+		return breakSlots(rctx, a, o, client, v)
 	}
-	return breakHolder(rctx, a, v.client, v.l.slot0(v.blobURL).Props, o.loc.lease, o.now)
+	return breakHolder(rctx, a, client, v.Slot(0).Props, o.loc.lease, o.now)
 }
 
 // breakHolder breaks the lease that p (a read of client's blob) shows

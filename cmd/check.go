@@ -86,15 +86,13 @@ func checkUsage(err error) error {
 func runCheck(ctx context.Context, a *app, o *checkOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	ll, err := o.loc.view(rctx, a.log)
+	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {
 		return &pluginExit{res: checkUnknown(err)}
 	}
-	return &pluginExit{res: decideCheck(checkInput{
-		Runs:        ll.runs(),
-		LastSuccess: ll.lastSuccess(),
-		Now:         ll.date,
-		MaxAge:      o.maxAge,
-		Schedule:    ll.scheduleView(),
-	})}
+	in := checkInput{Runs: v.Runs(), LastSuccess: v.LastSuccess(), Now: v.Date, MaxAge: o.maxAge}
+	if s, ok := viewSchedule(v.Slot(0).Props, v.Date); ok {
+		in.Schedule = &s
+	}
+	return &pluginExit{res: decideCheck(in)}
 }

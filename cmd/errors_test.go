@@ -13,8 +13,8 @@ import (
 func TestHeldText(t *testing.T) {
 	since := time.Date(2026, 11, 23, 8, 28, 1, 0, time.UTC)
 	exit0 := 0
-	ended := &lease.RunRecord{Holder: "vm-1", Start: since, End: since.Add(time.Second), ExitCode: &exit0}
-	running := &lease.RunRecord{Holder: "vm-1", Start: since}
+	ended := &lease.Run{Holder: "vm-1", Start: since, End: since.Add(time.Second), ExitCode: &exit0}
+	running := &lease.Run{Holder: "vm-1", Start: since}
 	tests := []struct {
 		name string
 		p    *lease.Properties

@@ -67,15 +67,15 @@ type runJSON struct {
 func runHistory(ctx context.Context, a *app, o *historyOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	ll, err := o.loc.view(rctx, a.log)
+	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {
 		return err
 	}
-	runs := ll.runs()
+	runs := v.Runs()
 	if o.output == "json" {
 		return writeJSON(a.stdout, historyJSON(runs))
 	}
-	return writeHistoryText(a.stdout, runs, ll.date)
+	return writeHistoryText(a.stdout, runs, v.Date)
 }
 
 func historyJSON(runs []lease.Run) []runJSON {

@@ -1,8 +1,6 @@
 package cmd
 
-// `leaderrun list`: every lease of the container from one paged listing,
-// and the listing of one lease (its slots and markers) that status,
-// history and check read.
+// `leaderrun list`: every lease of the container from one paged listing.
 
 import (
 	"context"
@@ -69,50 +67,12 @@ func runList(ctx context.Context, a *app, o *listOptions) error {
 	if err != nil {
 		return storageExit(err)
 	}
-	listed, date, err := client.ListLeases(rctx)
+	leases, err := client.Views(rctx)
 	if err != nil {
 		return exitWith(exitUnavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
 	}
-	leases := groupListing(toListedBlobs(listed), date, client.BlobURL)
 	if o.output == "json" {
-		return writeJSON(a.stdout, listJSON(leases, date, client.BlobURL))
+		return writeJSON(a.stdout, listJSON(leases))
 	}
-	return writeListText(a.stdout, leases, date)
-}
-
-func toListedBlobs(listed []lease.Listed) []listedBlob {
-	out := make([]listedBlob, 0, len(listed))
-	for _, l := range listed {
-		out = append(out, listedBlob{Name: l.Name, State: l.Props.State, Metadata: l.Props.Metadata})
-	}
-	return out
-}
-
-// runs is the lease's recorded runs, newest start first, merged across
-// its slots.
-func (v *leaseView) runs() []lease.Run {
-	var hs [][]lease.Run
-	for _, s := range v.l.Slots {
-		hs = append(hs, lease.ReadHistory(s.Props.Metadata, heldState(s.Props.State)))
-	}
-	return lease.MergeRuns(hs...)
-}
-
-// scheduleView is slot 0's schedule, for check; nil if not scheduled.
-func (v *leaseView) scheduleView() *scheduleView {
-	if s, ok := viewSchedule(v.l.slot0(v.blobURL).Props, v.date); ok {
-		return &s
-	}
-	return nil
-}
-
-// lastSuccess is the newest success the slots record; nil if none.
-func (v *leaseView) lastSuccess() *lease.Run {
-	var best *lease.Run
-	for _, s := range v.l.Slots {
-		if r := lease.LastSuccess(s.Props.Metadata); r != nil && (best == nil || r.End.After(best.End)) {
-			best = r
-		}
-	}
-	return best
+	return writeListText(a.stdout, leases)
 }

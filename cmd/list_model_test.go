@@ -17,10 +17,26 @@ func listStamp(d time.Duration) string { return listNow.Add(-d).Format(time.RFC3
 
 func listURL(blob string) string { return "https://acct.blob.core.windows.net/leaderrun/" + blob }
 
+// fixtureBlob is one blob of a listing as the service returns it.
+type fixtureBlob struct {
+	Name     string
+	State    lease.State
+	Metadata map[string]string
+}
+
+// listViews is listFixture as lease.View groups it.
+func listViews() []lease.View {
+	var listed []lease.Listed
+	for _, b := range listFixture() {
+		listed = append(listed, lease.Listed{Name: b.Name, Props: lease.PropertiesOf(b.State, b.Metadata, listNow)})
+	}
+	return lease.Group(listed, listNow, listURL)
+}
+
 // listFixture is one listing with every kind of blob; metadata keys come
 // back capitalised from the service.
-func listFixture() []listedBlob {
-	return []listedBlob{
+func listFixture() []fixtureBlob {
+	return []fixtureBlob{
 		{Name: "patch/2026-11~done/vm-2"},
 		{Name: "cron/report", State: lease.StateLeased, Metadata: map[string]string{
 			"Holder": "vm-2", "Term": "43", "Acquiredat": listStamp(2 * time.Minute),
@@ -51,7 +67,7 @@ func listFixture() []listedBlob {
 func unixText(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 func TestListGroup(t *testing.T) {
-	got := groupListing(listFixture(), listNow, listURL)
+	got := listViews()
 	var names []string
 	for _, l := range got {
 		names = append(names, l.Name)
@@ -60,7 +76,7 @@ func TestListGroup(t *testing.T) {
 		t.Fatalf("leases = %q, want %q (sorted; markers grouped; a foreign NAME~thing left out)", strings.Join(names, " "), want)
 	}
 	patch := got[4]
-	if len(patch.Slots) != 2 || patch.Slots[0].Slot != 0 || patch.Slots[1].Slot != 1 || patch.SlotCount != 3 {
+	if len(patch.Slots) != 2 || patch.Slots[0].Index != 0 || patch.Slots[1].Index != 1 || patch.SlotCount != 3 {
 		t.Errorf("patch slots = %+v (count %d), want slots 0 and 1 of 3", patch.Slots, patch.SlotCount)
 	}
 	if strings.Join(patch.DoneHosts, ",") != "vm-1,vm-2" {
@@ -73,7 +89,7 @@ func TestListGroup(t *testing.T) {
 
 func TestListText(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeListText(&b, groupListing(listFixture(), listNow, listURL), listNow); err != nil {
+	if err := writeListText(&b, listViews()); err != nil {
 		t.Fatal(err)
 	}
 	want := `LEASE           STATE       HOLDER                                    TERM  SINCE   LAST RUN                                                                    NOTES
@@ -91,9 +107,8 @@ patch/2026-11   1/3 leased  -                                         -     -   
 }
 
 func TestListJSON(t *testing.T) {
-	leases := groupListing(listFixture(), listNow, listURL)
 	var b bytes.Buffer
-	if err := writeJSON(&b, listJSON(leases, listNow, listURL)); err != nil {
+	if err := writeJSON(&b, listJSON(listViews())); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -147,7 +162,7 @@ func TestListJSON(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := writeJSON(&b, listJSON(nil, listNow, listURL)); err != nil || strings.TrimSpace(b.String()) != "[]" {
+	if err := writeJSON(&b, listJSON(nil)); err != nil || strings.TrimSpace(b.String()) != "[]" {
 		t.Errorf("an empty listing prints %q, want []", b.String())
 	}
 }

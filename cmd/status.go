@@ -75,21 +75,17 @@ type lastRunJSON struct {
 func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
+	_, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
 	if err != nil {
 		return err
 	}
 	if o.output == "json" {
-		j := toLeaseStatusJSON(v.l, v.date, v.blobURL)
+		j := toLeaseStatusJSON(v)
 		j.Lease = "" // status names no lease: it was asked for one
 		return writeJSON(a.stdout, j)
 	}
-	var pause *lease.Pause
-	if v.l.Pause.Active(v.date) {
-		pause = v.l.Pause
-	}
-	writeStatusText(a.stdout, o.loc.lease, v.client.URL(), v.l.slot0(v.blobURL).Props, pause, v.date)
-	writeSlotsText(a.stdout, v.l, v.date)
+	writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
+	writeSlotsText(a.stdout, v)
 	return nil
 }
 

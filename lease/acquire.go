@@ -196,7 +196,7 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 			return nil, err
 		}
 	}
-	if !p.State.held() {
+	if !p.State.Held() {
 		return p, nil
 	}
 	a.contended = 0

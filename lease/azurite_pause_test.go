@@ -33,7 +33,7 @@ func TestAzuritePause(t *testing.T) {
 	if !errors.As(err, &he) || !strings.HasPrefix(he.Reason, "paused: db maintenance") {
 		t.Fatalf("NoWait while paused: %v, want a *HeldError with the pause's reason", err)
 	}
-	if p := mustProps(t, c); p.Term != 0 || p.State.held() {
+	if p := mustProps(t, c); p.Term != 0 || p.State.Held() {
 		t.Errorf("after a paused NoWait: term %d, state %s; want nothing claimed, the lease given back", p.Term, p.State)
 	}
 

@@ -8,7 +8,6 @@ package lease
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -88,17 +87,9 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		// written.
 		// startRun moves the previous run into the history first (with
 		// its end unknown if its holder could not record it).
-		md := startRun(p.Metadata, Run{Holder: cfg.Identity, Term: stored + 1, Start: now})
-		md = mergeMetadata(md, map[string]string{
-			mdHolder:        cfg.Identity,
-			mdTerm:          strconv.FormatInt(stored+1, 10),
-			mdLeaseDuration: strconv.Itoa(int(cfg.Duration / time.Second)),
-			mdAcquiredAt:    formatTime(acquiredAt),
-			mdVersion:       cfg.Version,
-			mdClaim:         a.nonce,
-		})
-		md = mergeMetadata(md, a.scheduleKeys(occ)) // one write: the occurrence starts with the term
-		md = withSlots(md, cfg.Slots)
+		md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
+			AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
+			Schedule: a.w.Schedule, Occurrence: occ}, now)
 		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {

@@ -193,8 +193,8 @@ const (
 	StateAbsent    State = "absent"
 )
 
-// held reports whether an acquire would fail now.
-func (s State) held() bool { return s == StateLeased || s == StateBreaking }
+// Held reports whether an acquire would fail now: leased or breaking.
+func (s State) Held() bool { return s == StateLeased || s == StateBreaking }
 
 // Properties is what the blob says about its lease.
 type Properties struct {
@@ -215,20 +215,13 @@ type Properties struct {
 	LeaseDuration time.Duration
 	AcquiredAt    time.Time
 
-	LastRun *RunRecord // nil if no run was recorded
+	LastRun *Run // the run of the lastrun* keys; nil if none was recorded
 
 	// Directory: the blob is a directory of a hierarchical-namespace
 	// account (account.go), not a lease.
 	Directory bool
 
 	etag string // the blob's ETag when read; "" if absent
-}
-
-// RunRecord is the last run recorded in the metadata (service times).
-type RunRecord struct {
-	Holder     string
-	Start, End time.Time // End is zero while running or if the run was cut
-	ExitCode   *int
 }
 
 // Properties reads the blob's properties and metadata (one read request).

@@ -13,13 +13,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 )
-
-// mdSlots is the metadata key of the slot count, written by the claim of
-// every slot blob of a lease with more than one slot (none with one).
-const mdSlots = "slots"
 
 // SlotsError: the lease records another slot count than this contender's.
 // It comes wrapped in a *ConfigError (a usage error: exit 64).
@@ -40,41 +35,6 @@ func slotsErr(lease string, want, recorded int) *ConfigError {
 
 func errOnceWithSlots(n int) *ConfigError {
 	return configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", n)
-}
-
-// recordedSlots reads the slot count a slot blob's metadata records: its
-// slots key; without it, 1 if the blob was ever claimed (it has a term: a
-// holder with one slot writes no slots key), else 0 (not known: a blob
-// created but never claimed). A malformed value reads as unknown.
-func recordedSlots(md map[string]string) int {
-	if v, ok := md[mdSlots]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxSlots {
-			return n
-		}
-		return 0
-	}
-	if md[mdTerm] != "" {
-		return 1
-	}
-	return 0
-}
-
-// slotsMismatch returns the count md records when it is not n; 0 if it
-// agrees or is not known.
-func slotsMismatch(md map[string]string, n int) int {
-	if r := recordedSlots(md); r != 0 && r != n {
-		return r
-	}
-	return 0
-}
-
-// withSlots records the slot count in the metadata the claim writes: with
-// one slot, nothing (the metadata stays as it always was).
-func withSlots(md map[string]string, n int) map[string]string {
-	if n > 1 {
-		md[mdSlots] = strconv.Itoa(n)
-	}
-	return md
 }
 
 // leaseName is the name of the lease a blob belongs to.

@@ -9,13 +9,6 @@ package lease
 
 import "time"
 
-// The metadata keys of a scheduled lease: the schedule as given, and the
-// occurrence last started (RFC 3339, UTC).
-const (
-	mdSchedule   = "schedule"
-	mdOccurrence = "occurrence"
-)
-
 // Schedule decides, for WaitOptions.Schedule, which occurrence is due.
 type Schedule interface {
 	// String is the schedule as given: recorded with each claim.
@@ -40,12 +33,4 @@ func (a *attempt) due(p *Properties, now time.Time) (time.Time, error) {
 		return occ, skip
 	}
 	return occ, nil
-}
-
-// scheduleKeys is what the claim writes for occ.
-func (a *attempt) scheduleKeys(occ time.Time) map[string]string {
-	if a.w.Schedule == nil || occ.IsZero() {
-		return nil
-	}
-	return map[string]string{mdSchedule: a.w.Schedule.String(), mdOccurrence: formatTime(occ)}
 }

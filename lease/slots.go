@@ -25,61 +25,41 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
-// slotView is what one listing says about a lease of n slots.
-type slotView struct {
-	slots    []*Properties   // by slot, 0 … n−1; a missing blob reads as absent
-	done     map[string]bool // hosts with a done marker of an earlier release (NAME~done/HOST)
-	recorded int             // a slot count recorded that is not n; 0 if none
-	// pause is pauseText of the lease's pause marker when it is in force
-	// at the listing's Date; "" if not. The listing that finds the free
-	// slots carries the marker too: slots cost no extra read for it.
-	pause string
-}
-
-// viewListing reads the blobs of lease name from a listing of its prefix
-// (which may hold other leases whose names begin with name: they are left
-// out). Every slot blob counts for the mismatch rule, those beyond n too.
-func viewListing(name string, n int, listed []Listed, date time.Time) slotView {
-	v := slotView{slots: make([]*Properties, n), done: map[string]bool{}}
-	for _, b := range listed {
-		bn := ParseBlobName(b.Name)
-		if bn.Lease != name {
-			continue
-		}
-		switch bn.Kind {
-		case KindSlot:
-			if r := slotsMismatch(b.Props.Metadata, n); r != 0 && v.recorded == 0 {
-				v.recorded = r
-			}
-			if bn.Slot < n {
-				v.slots[bn.Slot] = b.Props
-			}
-		case KindDone:
-			v.done[bn.Host] = true
-		case KindPause:
-			if p := ReadPause(b.Props.Metadata); p.Active(date) {
-				v.pause = pauseText(p)
-			}
+// recordedOther is a slot count that a slot blob records and that is not
+// n; 0 if none. Every slot blob counts, those beyond n too.
+func (v *View) recordedOther(n int) int {
+	for _, s := range v.Slots {
+		if r := slotsMismatch(s.Props.Metadata, n); r != 0 {
+			return r
 		}
 	}
-	for i, p := range v.slots {
-		if p == nil {
-			v.slots[i] = &Properties{State: StateAbsent, Metadata: map[string]string{}, Date: date}
-		}
-	}
-	return v
+	return 0
 }
 
-// freeSlots returns the slots an acquire may be sent to, in random order:
-// neither leased nor breaking, and with no run started within oncePer (0:
-// off). When every slot, held or not, had a run start within the window,
-// it returns the skip instead.
-func (v slotView) freeSlots(oncePer time.Duration) (free []int, skip *SkipError) {
+// done reports whether host has a done marker in the listing (one of an
+// earlier release, NAME~done/HOST: names.go).
+func (v *View) done(host string) bool { return slices.Contains(v.DoneHosts, host) }
+
+// pauseText is the pause in force at the listing's Date; "" if none.
+func (v *View) pauseText() string {
+	if p := v.Paused(); p != nil {
+		return pauseText(p)
+	}
+	return ""
+}
+
+// freeSlots returns the slots of n an acquire may be sent to, in random
+// order: neither leased nor breaking, and with no run started within
+// oncePer (0: off). When every slot, held or not, had a run start within
+// the window, it returns the skip instead.
+func (v *View) freeSlots(n int, oncePer time.Duration) (free []int, skip *SkipError) {
 	spent := 0
-	for i, p := range v.slots {
+	for i := range n {
+		p := v.Slot(i).Props
 		if withinWindow(p, oncePer) {
 			spent++
 			if skip == nil || p.LastRun.Start.After(skip.Start) {
@@ -87,11 +67,11 @@ func (v slotView) freeSlots(oncePer time.Duration) (free []int, skip *SkipError)
 			}
 			continue
 		}
-		if !p.State.held() {
+		if !p.State.Held() {
 			free = append(free, i)
 		}
 	}
-	if spent < len(v.slots) {
+	if spent < n {
 		skip = nil
 	}
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
@@ -100,10 +80,10 @@ func (v slotView) freeSlots(oncePer time.Duration) (free []int, skip *SkipError)
 
 // holder is a held slot's read (the lowest held slot), for OnWait and
 // *HeldError; nil if none is held.
-func (v slotView) holder() *Properties {
-	for _, p := range v.slots {
-		if p.State.held() {
-			return p
+func (v *View) holder() *Properties {
+	for _, s := range v.Slots {
+		if s.Props.State.Held() {
+			return s.Props
 		}
 	}
 	return nil
@@ -111,9 +91,9 @@ func (v slotView) holder() *Properties {
 
 // heldByHost reports whether a slot other than mine is held, by what its
 // metadata says, by host.
-func (v slotView) heldByHost(host string, mine int) bool {
-	for i, p := range v.slots {
-		if i != mine && p.State.held() && sameHost(p.Holder, host) {
+func (v *View) heldByHost(host string, mine int) bool {
+	for _, s := range v.Slots {
+		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
 			return true
 		}
 	}
@@ -132,13 +112,13 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 		if v == nil {
 			continue // failed; the backoff is over
 		}
-		if v.recorded != 0 {
-			return nil, slotsErr(name, n, v.recorded)
+		if r := v.recordedOther(n); r != 0 {
+			return nil, slotsErr(name, n, r)
 		}
-		if a.w.OncePerHost != "" && v.done[a.w.OncePerHost] {
+		if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
 			return nil, a.doneSkip()
 		}
-		free, skip := v.freeSlots(a.w.OncePer)
+		free, skip := v.freeSlots(n, a.w.OncePer)
 		if skip != nil {
 			return nil, skip
 		}
@@ -146,7 +126,7 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 		// run, which may write the done marker, rather than claim a slot
 		// only to give it back.
 		sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
-		if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pause) {
+		if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
 			l, err := a.trySlots(ctx, v, free)
 			if l != nil || err != nil {
 				return l, err
@@ -170,7 +150,7 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 
 // listSlots is one listing of the lease's blobs. nil, nil: it failed and
 // the backoff is over.
-func (a *attempt) listSlots(ctx context.Context) (*slotView, error) {
+func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
 	cancel()
@@ -184,22 +164,21 @@ func (a *attempt) listSlots(ctx context.Context) (*slotView, error) {
 		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
-	v := viewListing(a.e.c.blobName, a.e.cfg.Slots, listed, date)
-	return &v, nil
+	return viewOf(a.e.c.blobName, listed, date, nil), nil
 }
 
 // trySlots sends an acquire to each free slot in turn until one is
 // claimed; a slot taken since the listing (409) sends it to the next. nil,
 // nil: none was acquired (list again, after a poll interval, or after the
 // backoff of a failure).
-func (a *attempt) trySlots(ctx context.Context, v *slotView, free []int) (*Lease, error) {
+func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, error) {
 	for _, i := range free {
 		s, err := a.slotAttempt(i)
 		if err != nil {
 			return nil, err
 		}
-		// The pause was read with the listing (v.pause), a round trip ago.
-		l, err := s.try(ctx, readDone(v.slots[i]))
+		// The pause was read with the listing, a round trip ago.
+		l, err := s.try(ctx, readDone(v.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.e.c.blobName, i
@@ -267,7 +246,7 @@ func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
 		cancel()
 	}
 	var why error
-	switch v := viewListing(a.e.c.blobName, a.e.cfg.Slots, listed, date); {
+	switch v := viewOf(a.e.c.blobName, listed, date, nil); {
 	case err != nil:
 		why = err
 	case done:

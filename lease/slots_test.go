@@ -49,15 +49,15 @@ func TestViewListing(t *testing.T) {
 		listedSlot("jobber", StateLeased, map[string]string{"term": "9"}, date), // another lease
 		listedSlot("job~other", StateLeased, nil, date),
 	}
-	v := viewListing("job", 3, listed, date)
-	if v.recorded != 0 {
-		t.Errorf("recorded = %d, want 0 (jobber is another lease)", v.recorded)
+	v := viewOf("job", listed, date, nil)
+	if r := v.recordedOther(3); r != 0 {
+		t.Errorf("recorded = %d, want 0 (jobber is another lease)", r)
 	}
-	if got := []State{v.slots[0].State, v.slots[1].State, v.slots[2].State}; !slices.Equal(got, []State{StateLeased, StateAbsent, StateAvailable}) {
+	if got := []State{v.Slot(0).Props.State, v.Slot(1).Props.State, v.Slot(2).Props.State}; !slices.Equal(got, []State{StateLeased, StateAbsent, StateAvailable}) {
 		t.Errorf("states = %v", got)
 	}
-	if !v.done["vm-7"] || len(v.done) != 1 {
-		t.Errorf("done = %v, want vm-7", v.done)
+	if !v.done("vm-7") || len(v.DoneHosts) != 1 {
+		t.Errorf("done = %v, want vm-7", v.DoneHosts)
 	}
 	if h := v.holder(); h == nil || h.Holder != "vm-1" {
 		t.Errorf("holder = %v, want vm-1's slot", h)
@@ -76,7 +76,7 @@ func TestViewListing(t *testing.T) {
 		{[]Listed{listedSlot("job", StateAvailable, map[string]string{"term": "8"}, date)}, 2, 1},
 		{[]Listed{listedSlot("job", StateAvailable, map[string]string{}, date)}, 2, 0},
 	} {
-		if got := viewListing("job", tc.n, tc.blobs, date).recorded; got != tc.want {
+		if got := viewOf("job", tc.blobs, date, nil).recordedOther(tc.n); got != tc.want {
 			t.Errorf("%s with n=%d: recorded = %d, want %d", tc.blobs[0].Name, tc.n, got, tc.want)
 		}
 	}
@@ -87,12 +87,12 @@ func TestFreeSlots(t *testing.T) {
 	ran := func(ago time.Duration) map[string]string {
 		return map[string]string{"term": "2", "slots": "4", "lastrunstart": formatTime(now.Add(-ago)), "lastrunholder": "vm"}
 	}
-	view := func(states []State, mds []map[string]string) slotView {
+	view := func(states []State, mds []map[string]string) *View {
 		var listed []Listed
 		for i, s := range states {
 			listed = append(listed, listedSlot(SlotBlob("j", i), s, mds[i], now))
 		}
-		return viewListing("j", len(states), listed, now)
+		return viewOf("j", listed, now, nil)
 	}
 	four := []State{StateLeased, StateAvailable, StateBroken, StateExpired}
 	fresh := []map[string]string{ran(time.Hour), ran(time.Hour), ran(time.Hour), ran(time.Hour)}
@@ -100,7 +100,7 @@ func TestFreeSlots(t *testing.T) {
 	t.Run("free slots, in random order", func(t *testing.T) {
 		orders := map[string]bool{}
 		for range 200 {
-			free, skip := view(four, fresh).freeSlots(0)
+			free, skip := view(four, fresh).freeSlots(4, 0)
 			if skip != nil {
 				t.Fatal(skip)
 			}
@@ -116,21 +116,21 @@ func TestFreeSlots(t *testing.T) {
 	})
 	t.Run("all held: none free, no skip", func(t *testing.T) {
 		states := []State{StateLeased, StateBreaking}
-		free, skip := view(states, fresh[:2]).freeSlots(time.Minute)
+		free, skip := view(states, fresh[:2]).freeSlots(2, time.Minute)
 		if len(free) != 0 || skip != nil {
 			t.Errorf("free = %v, skip = %v", free, skip)
 		}
 	})
 	t.Run("once-per is per slot", func(t *testing.T) {
 		mds := []map[string]string{ran(time.Hour), ran(10 * time.Second), ran(time.Hour), ran(time.Hour)}
-		free, skip := view(four, mds).freeSlots(time.Minute)
+		free, skip := view(four, mds).freeSlots(4, time.Minute)
 		if skip != nil || !slices.Equal(slices.Sorted(slices.Values(free)), []int{2, 3}) {
 			t.Errorf("free = %v, skip = %v; want 2 and 3", free, skip)
 		}
 	})
 	t.Run("every slot ran within the window: skip", func(t *testing.T) {
 		mds := []map[string]string{ran(5 * time.Second), ran(10 * time.Second)}
-		free, skip := view([]State{StateLeased, StateAvailable}, mds).freeSlots(time.Minute)
+		free, skip := view([]State{StateLeased, StateAvailable}, mds).freeSlots(2, time.Minute)
 		if skip == nil || len(free) != 0 {
 			t.Fatalf("free = %v, skip = %v; want a skip", free, skip)
 		}

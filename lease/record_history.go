@@ -39,15 +39,6 @@ import (
 	"time"
 )
 
-// The metadata keys of the history and of the last success.
-const (
-	mdLastRunTerm       = "lastrunterm"       // term of the run in lastrunstart
-	mdLastSuccessEnd    = "lastsuccessend"    // RFC 3339, service time
-	mdLastSuccessHolder = "lastsuccessholder" // whole identity
-	mdLastSuccessTerm   = "lastsuccessterm"   // decimal
-	mdHistoryPrefix     = "history"           // history0 (newest) … history19
-)
-
 const (
 	// HistoryLen is how many runs a blob's history keeps.
 	HistoryLen = 20
@@ -58,30 +49,6 @@ const (
 	historyHolderMax = 96
 	cutMark          = "..."
 )
-
-// Run is one run of COMMAND under a lease, in service times (one-second
-// resolution).
-type Run struct {
-	Holder   string    // who ran it; from a history entry at most 96 characters, a longer one cut ending in "..."
-	Term     int64     // the term it ran under; 0 if unknown
-	Start    time.Time // when it started; never zero in a Run read back
-	End      time.Time // when it ended; zero while running or when not recorded
-	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
-	// Running: the run has no recorded end and its holder still holds the
-	// lease. A run with no recorded end that is not Running was cut short:
-	// see Lost.
-	Running bool
-}
-
-// Lost reports whether the run's end was never recorded although it is
-// over: its holder lost the lease or died first. It counts as failed.
-func (r Run) Lost() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
-
-// Succeeded reports whether the run ended with status 0.
-func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
-
-// Failed reports whether the run ended with a non-zero status or was lost.
-func (r Run) Failed() bool { return r.Lost() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
 // same reports whether a and b are the same run, as far as a history entry
 // can tell (its holder may be cut).
@@ -98,29 +65,6 @@ func historyHolder(holder string) string {
 }
 
 func historyKey(i int) string { return mdHistoryPrefix + strconv.Itoa(i) }
-
-// runKeys are the keys a run's start changes (startRun): the lastrun* keys
-// and the history.
-func runKeys() []string {
-	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
-	for i := range HistoryLen {
-		keys = append(keys, historyKey(i))
-	}
-	return keys
-}
-
-// pickKeys returns the keys of md that are among keys.
-func pickKeys(md map[string]string, keys []string) map[string]string {
-	out := map[string]string{}
-	for _, k := range keys {
-		if v, ok := md[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
 
 func encodeRun(r Run) string {
 	var end, exit string
@@ -223,87 +167,6 @@ func pushRun(md map[string]string, r Run) map[string]string {
 		}
 	}
 	return out
-}
-
-// lastRun is the run the lastrun* keys describe, or ok false when
-// lastrunstart is absent or malformed. Its term is lastrunterm, or, in
-// metadata written before that key, term (which the claim wrote with
-// lastrunstart).
-func lastRun(md map[string]string) (r Run, ok bool) {
-	start := parseTime(md[mdLastRunStart])
-	if start.IsZero() {
-		return Run{}, false
-	}
-	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC()}
-	if end := parseTime(md[mdLastRunEnd]); !end.IsZero() {
-		r.End = end.UTC()
-	}
-	termKey := mdLastRunTerm
-	if _, has := md[mdLastRunTerm]; !has {
-		termKey = mdTerm
-	}
-	r.Term, _ = parseTerm(md[termKey])
-	if code, err := strconv.Atoi(md[mdLastExit]); err == nil && validExit(&code) {
-		r.ExitCode = &code
-	}
-	return r, true
-}
-
-// startRun returns md (keys lowercased) with r recorded as the run starting
-// now: the previous run of the lastrun* keys is pushed to the history first
-// (with its end and exit unknown if it never recorded them; a run already
-// there is not pushed again), then lastrunstart, lastrunholder and
-// lastrunterm are set from r and lastrunend and lastexit cleared. With a zero
-// r.Start, lastrunstart is removed: the previous run's start must not be
-// taken for this one's. Call it on the metadata as read, before the claim
-// writes its own term over the previous run's.
-func startRun(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
-	if prev, ok := lastRun(out); ok {
-		out = pushRun(out, prev)
-	}
-	if r.Start.IsZero() {
-		delete(out, mdLastRunStart)
-	} else {
-		out[mdLastRunStart] = formatTime(r.Start)
-	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	delete(out, mdLastRunEnd)
-	delete(out, mdLastExit)
-	return out
-}
-
-// recordRunEnd returns md (keys lowercased) with the end of run r recorded:
-// the lastrun* keys and lastexit describe r, r is pushed to the history,
-// and, when r ended with status 0 at a known time, the lastsuccess* keys
-// name it. The lastsuccess* keys outlive the history: they are what
-// `leaderrun check` needs when the last success has rolled out of it. An
-// exit code outside 0–255 is no exit status and is recorded as unknown.
-func recordRunEnd(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
-	if !r.Start.IsZero() {
-		out[mdLastRunStart] = formatTime(r.Start)
-	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	if r.End.IsZero() {
-		delete(out, mdLastRunEnd)
-	} else {
-		out[mdLastRunEnd] = formatTime(r.End)
-	}
-	if validExit(r.ExitCode) {
-		out[mdLastExit] = strconv.Itoa(*r.ExitCode)
-	} else {
-		delete(out, mdLastExit)
-		r.ExitCode = nil
-	}
-	if r.Succeeded() && !r.End.IsZero() {
-		out[mdLastSuccessEnd] = formatTime(r.End)
-		out[mdLastSuccessHolder] = r.Holder
-		out[mdLastSuccessTerm] = strconv.FormatInt(r.Term, 10)
-	}
-	return pushRun(out, r)
 }
 
 // ReadHistory returns the runs md records, newest first: the run of the

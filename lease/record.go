@@ -1,0 +1,307 @@
+// record.go: what leaderrun records in a lease blob's metadata, in one
+// place: every key, the read of them all (Properties), the claim's write,
+// a run's start and end, and the merge that keeps foreign keys. The run
+// history and the size limit are record_history.go.
+
+package lease
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The blob's metadata keys, written only while holding the lease
+// (docs/design.md describes each). Azure metadata names are
+// case-insensitive; leaderrun reads them lowercased and writes every key,
+// foreign ones included, lowercased.
+const (
+	// The claim's, at every acquire.
+	mdHolder        = "holder"
+	mdTerm          = "term"
+	mdLeaseDuration = "leaseduration"
+	mdAcquiredAt    = "acquiredat"
+	mdVersion       = "leaderrunversion"
+	// mdClaim is a random nonce per Acquire call: a claim that landed but
+	// whose answer was lost reads back as ours.
+	mdClaim = "claim"
+	// mdSlots is the slot count, on every slot blob of a lease with more
+	// than one slot (none with one).
+	mdSlots = "slots"
+	// A scheduled lease's: the schedule as given, and the occurrence last
+	// started (RFC 3339, UTC).
+	mdSchedule   = "schedule"
+	mdOccurrence = "occurrence"
+
+	// The last run: its start is written with the claim, its end after.
+	mdLastRunStart  = "lastrunstart"
+	mdLastRunEnd    = "lastrunend"
+	mdLastRunHolder = "lastrunholder"
+	mdLastRunTerm   = "lastrunterm" // term of the run in lastrunstart
+	mdLastExit      = "lastexit"
+
+	// The last success, which outlives the history, and the history.
+	mdLastSuccessEnd    = "lastsuccessend"    // RFC 3339, service time
+	mdLastSuccessHolder = "lastsuccessholder" // whole identity
+	mdLastSuccessTerm   = "lastsuccessterm"   // decimal
+	mdHistoryPrefix     = "history"           // history0 (newest) … history19
+)
+
+// claimRecord is what a claim writes, besides the run it starts.
+type claimRecord struct {
+	Holder     string
+	Term       int64
+	Duration   time.Duration
+	AcquiredAt time.Time
+	Version    string
+	Nonce      string
+	Slots      int
+	Schedule   Schedule  // nil: not scheduled
+	Occurrence time.Time // the occurrence due; zero: none
+}
+
+// claimMetadata returns md (as read before the claim) with the claim and
+// the start of its run at start recorded: the previous run moves to the
+// history first (startRun), then the claim's keys are set.
+func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[string]string {
+	out := startRun(md, Run{Holder: c.Holder, Term: c.Term, Start: start})
+	out[mdHolder] = c.Holder
+	out[mdTerm] = strconv.FormatInt(c.Term, 10)
+	out[mdLeaseDuration] = strconv.Itoa(int(c.Duration / time.Second))
+	out[mdAcquiredAt] = formatTime(c.AcquiredAt)
+	out[mdVersion] = c.Version
+	out[mdClaim] = c.Nonce
+	if c.Schedule != nil && !c.Occurrence.IsZero() {
+		out[mdSchedule], out[mdOccurrence] = c.Schedule.String(), formatTime(c.Occurrence)
+	}
+	if c.Slots > 1 {
+		out[mdSlots] = strconv.Itoa(c.Slots)
+	}
+	return out
+}
+
+// newProperties parses what Get Blob Properties returned. Malformed values
+// read as absent: status must show what it can.
+func newProperties(state State, raw map[string]string, date time.Time) *Properties {
+	md := make(map[string]string, len(raw))
+	for k, v := range raw {
+		md[strings.ToLower(k)] = v
+	}
+	p := &Properties{Exists: true, State: state, Metadata: md, Date: date}
+	p.Holder = md[mdHolder]
+	p.Term, _ = parseTerm(md[mdTerm])
+	if s, err := strconv.Atoi(md[mdLeaseDuration]); err == nil && s > 0 {
+		p.LeaseDuration = time.Duration(s) * time.Second
+	}
+	p.AcquiredAt = parseTime(md[mdAcquiredAt])
+	p.Directory = isDirectory(md)
+	p.Schedule, p.Occurrence = md[mdSchedule], parseTime(md[mdOccurrence])
+	if r, ok := lastRun(md); ok {
+		p.LastRun = &r
+	}
+	return p
+}
+
+// parseTerm reads the stored fencing token: "" is 0; anything but a
+// non-negative decimal integer is an error, because a guessed term could go
+// backwards.
+func parseTerm(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || t < 0 {
+		return 0, fmt.Errorf("the blob's metadata term=%q is not a non-negative decimal integer", s)
+	}
+	return t, nil
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// withinWindow reports whether p records a run that started less than
+// window ago by the service's clock (p.Date). Without a Date or a recorded
+// start it cannot tell, and says no.
+func withinWindow(p *Properties, window time.Duration) bool {
+	if window <= 0 || p == nil || p.LastRun == nil || p.Date.IsZero() {
+		return false
+	}
+	return p.Date.Sub(p.LastRun.Start) < window
+}
+
+func skipError(p *Properties, window time.Duration) *SkipError {
+	return &SkipError{Holder: p.LastRun.Holder, Start: p.LastRun.Start, Window: window}
+}
+
+// mergeMetadata returns old with the keys of add set, all lowercased.
+func mergeMetadata(old, add map[string]string) map[string]string {
+	md := make(map[string]string, len(old)+len(add))
+	for k, v := range old {
+		md[strings.ToLower(k)] = v
+	}
+	maps.Copy(md, add)
+	return md
+}
+
+// Run is one run of COMMAND under a lease, in service times (one-second
+// resolution).
+type Run struct {
+	Holder   string    // who ran it; from a history entry at most 96 characters, a longer one cut ending in "..."
+	Term     int64     // the term it ran under; 0 if unknown
+	Start    time.Time // when it started; never zero in a Run read back
+	End      time.Time // when it ended; zero while running or when not recorded
+	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
+	// Running: the run has no recorded end and its holder still holds the
+	// lease. A run with no recorded end that is not Running was cut short:
+	// see Lost.
+	Running bool
+}
+
+// Lost reports whether the run's end was never recorded although it is
+// over: its holder lost the lease or died first. It counts as failed.
+func (r Run) Lost() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
+
+// Succeeded reports whether the run ended with status 0.
+func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
+
+// Failed reports whether the run ended with a non-zero status or was lost.
+func (r Run) Failed() bool { return r.Lost() || (r.ExitCode != nil && *r.ExitCode != 0) }
+
+// runKeys are the keys a run's start changes (startRun): the lastrun* keys
+// and the history.
+func runKeys() []string {
+	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
+	for i := range HistoryLen {
+		keys = append(keys, historyKey(i))
+	}
+	return keys
+}
+
+// pickKeys returns the keys of md that are among keys.
+func pickKeys(md map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := md[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
+
+// lastRun is the run the lastrun* keys describe, or ok false when
+// lastrunstart is absent or malformed. Its term is lastrunterm, or, in
+// metadata written before that key, term (which the claim wrote with
+// lastrunstart).
+func lastRun(md map[string]string) (r Run, ok bool) {
+	start := parseTime(md[mdLastRunStart])
+	if start.IsZero() {
+		return Run{}, false
+	}
+	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC()}
+	if end := parseTime(md[mdLastRunEnd]); !end.IsZero() {
+		r.End = end.UTC()
+	}
+	termKey := mdLastRunTerm
+	if _, has := md[mdLastRunTerm]; !has {
+		termKey = mdTerm
+	}
+	r.Term, _ = parseTerm(md[termKey])
+	if code, err := strconv.Atoi(md[mdLastExit]); err == nil && validExit(&code) {
+		r.ExitCode = &code
+	}
+	return r, true
+}
+
+// startRun returns md (keys lowercased) with r recorded as the run starting
+// now: the previous run of the lastrun* keys is pushed to the history first
+// (with its end and exit unknown if it never recorded them; a run already
+// there is not pushed again), then lastrunstart, lastrunholder and
+// lastrunterm are set from r and lastrunend and lastexit cleared. With a zero
+// r.Start, lastrunstart is removed: the previous run's start must not be
+// taken for this one's. Call it on the metadata as read, before the claim
+// writes its own term over the previous run's.
+func startRun(md map[string]string, r Run) map[string]string {
+	out := mergeMetadata(md, nil)
+	if prev, ok := lastRun(out); ok {
+		out = pushRun(out, prev)
+	}
+	if r.Start.IsZero() {
+		delete(out, mdLastRunStart)
+	} else {
+		out[mdLastRunStart] = formatTime(r.Start)
+	}
+	out[mdLastRunHolder] = r.Holder
+	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	delete(out, mdLastRunEnd)
+	delete(out, mdLastExit)
+	return out
+}
+
+// recordRunEnd returns md (keys lowercased) with the end of run r recorded:
+// the lastrun* keys and lastexit describe r, r is pushed to the history,
+// and, when r ended with status 0 at a known time, the lastsuccess* keys
+// name it. The lastsuccess* keys outlive the history: they are what
+// `leaderrun check` needs when the last success has rolled out of it. An
+// exit code outside 0–255 is no exit status and is recorded as unknown.
+func recordRunEnd(md map[string]string, r Run) map[string]string {
+	out := mergeMetadata(md, nil)
+	if !r.Start.IsZero() {
+		out[mdLastRunStart] = formatTime(r.Start)
+	}
+	out[mdLastRunHolder] = r.Holder
+	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	if r.End.IsZero() {
+		delete(out, mdLastRunEnd)
+	} else {
+		out[mdLastRunEnd] = formatTime(r.End)
+	}
+	if validExit(r.ExitCode) {
+		out[mdLastExit] = strconv.Itoa(*r.ExitCode)
+	} else {
+		delete(out, mdLastExit)
+		r.ExitCode = nil
+	}
+	if r.Succeeded() && !r.End.IsZero() {
+		out[mdLastSuccessEnd] = formatTime(r.End)
+		out[mdLastSuccessHolder] = r.Holder
+		out[mdLastSuccessTerm] = strconv.FormatInt(r.Term, 10)
+	}
+	return pushRun(out, r)
+}
+
+// recordedSlots reads the slot count a slot blob's metadata records: its
+// slots key; without it, 1 if the blob was ever claimed (it has a term: a
+// holder with one slot writes no slots key), else 0 (not known: a blob
+// created but never claimed). A malformed value reads as unknown.
+func recordedSlots(md map[string]string) int {
+	if v, ok := md[mdSlots]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxSlots {
+			return n
+		}
+		return 0
+	}
+	if md[mdTerm] != "" {
+		return 1
+	}
+	return 0
+}
+
+// slotsMismatch returns the count md records when it is not n; 0 if it
+// agrees or is not known.
+func slotsMismatch(md map[string]string, n int) int {
+	if r := recordedSlots(md); r != 0 && r != n {
+		return r
+	}
+	return 0
+}
