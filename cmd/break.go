@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -59,7 +60,7 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
 	if o.slot < -1 || o.slot >= lease.MaxSlots {
-		return usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
+		return exit.Usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
 	}
 	if o.slot >= 0 {
 		return breakSlot(rctx, a, o) // slots_status.go
@@ -95,7 +96,7 @@ func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Pr
 		a.log.Info("lease is not held; nothing to break", "lease", name)
 		return nil
 	} else if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
 	}
 	if !now && freeIn > 0 {
 		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", name,

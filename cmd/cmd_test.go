@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 func TestExitCode(t *testing.T) {
@@ -19,12 +21,12 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{"nil", nil, 0},
-		{"usage", usagef("bad"), 64},
-		{"wrapped usage", fmt.Errorf("x: %w", usagef("bad")), 64},
+		{"usage", exit.Usagef("bad"), 64},
+		{"wrapped usage", fmt.Errorf("x: %w", exit.Usagef("bad")), 64},
 		{"cobra's own", errors.New(`unknown flag: --bogus`), 64},
-		{"exit with reason", exitWith(69, errors.New("unreachable")), 69},
-		{"exit without reason", exitWith(3, nil), 3},
-		{"lost", exitWith(exitLost, errors.New("lost")), 76},
+		{"exit with reason", exit.With(69, errors.New("unreachable")), 69},
+		{"exit without reason", exit.With(3, nil), 3},
+		{"lost", exit.With(exit.Lost, errors.New("lost")), 76},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,8 +58,7 @@ func TestParseSignal(t *testing.T) {
 			if (err == nil) != tt.ok || got != tt.want {
 				t.Fatalf("parseSignal(%q) = %v, %v", tt.in, got, err)
 			}
-			var ue *usageError
-			if err != nil && !errors.As(err, &ue) {
+			if code, _ := exit.Code(err); err != nil && code != exit.Usage {
 				t.Fatalf("error %v is not a usage error", err)
 			}
 		})
@@ -177,6 +178,38 @@ func TestLookupBeforeStorage(t *testing.T) {
 			}
 			if !strings.Contains(stderr, tt.argv0) || !strings.Contains(stderr, "not acquired") || strings.Contains(stderr, "storage") {
 				t.Fatalf("stderr does not name the command and say nothing was acquired, or mentions storage:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestReportLevel: the line before an exit of leaderrun's own is an error,
+// unless the status is 0 (-E 0), where it is info: -q prints nothing.
+func TestReportLevel(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		quiet bool
+		want  string // "" for no output
+	}{
+		{"conflict 75", exit.With(75, errors.New("held")), false, "[ERROR] leaderrun: held"},
+		{"conflict 75, -q", exit.With(75, errors.New("held")), true, "[ERROR] leaderrun: held"},
+		{"conflict -E 0", exit.With(0, errors.New("held")), false, "[INFO]  leaderrun: held"},
+		{"conflict -E 0, -q", exit.With(0, errors.New("held")), true, ""},
+		{"command's own status", exit.With(3, nil), false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			level := "info"
+			if tt.quiet {
+				level = "error"
+			}
+			a := &app{log: newLogger(&buf, logOptions{level: level})}
+			a.report(tt.err)
+			got := strings.TrimSpace(buf.String())
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("logged %q, want %q", got, tt.want)
 			}
 		})
 	}

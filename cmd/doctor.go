@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -105,7 +106,7 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 
 // doctorUsageError is a usage error of doctor: exit 3, as its help says.
 func doctorUsageError(err error) error {
-	return exitWith(doctorUsage, fmt.Errorf("%w (see 'leaderrun doctor --help')", err))
+	return exit.With(doctorUsage, fmt.Errorf("%w (see 'leaderrun doctor --help')", err))
 }
 
 func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
@@ -184,10 +185,10 @@ func doctorExit(checks []lease.Check) error {
 	}
 	switch {
 	case len(failed) > 0:
-		return exitWith(doctorFailed, fmt.Errorf("doctor: a run needs what was refused: %s (see the table for why and what to do)",
+		return exit.With(doctorFailed, fmt.Errorf("doctor: a run needs what was refused: %s (see the table for why and what to do)",
 			strings.Join(failed, ", ")))
 	case len(warned) > 0:
-		return exitWith(doctorWarning, fmt.Errorf("doctor: runs would work, with warnings: %s (see the table)", strings.Join(warned, ", ")))
+		return exit.With(doctorWarning, fmt.Errorf("doctor: runs would work, with warnings: %s (see the table)", strings.Join(warned, ", ")))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -53,7 +54,7 @@ func lineOptions(t *testing.T, args []string, env map[string]string) (*runOption
 			return err
 		}
 		if _, err := lease.NewElector(client, o.leaseConfig(a.log)); err != nil {
-			return storageExit(err)
+			return leader.StorageExit(err)
 		}
 		got = o
 		return nil

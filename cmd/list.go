@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -55,7 +57,7 @@ func addOutputFlag(fs *pflag.FlagSet, output *string) {
 
 func checkOutput(output string) error {
 	if output != "text" && output != "json" {
-		return usagef("invalid --output %q: use text or json", output)
+		return exit.Usagef("invalid --output %q: use text or json", output)
 	}
 	return nil
 }
@@ -65,11 +67,11 @@ func runList(ctx context.Context, a *app, o *listOptions) error {
 	defer cancel()
 	client, err := lease.NewContainerClient(o.loc.clientConfig("", a.log))
 	if err != nil {
-		return storageExit(err)
+		return leader.StorageExit(err)
 	}
 	leases, err := client.Views(rctx)
 	if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
 	}
 	if o.output == "json" {
 		return writeJSON(a.stdout, listJSON(leases))

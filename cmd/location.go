@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -46,7 +48,7 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 		return err
 	}
 	if o.lease == "" {
-		return usagef("missing lease name: use -l NAME or LEADERRUN_LEASE")
+		return exit.Usagef("missing lease name: use -l NAME or LEADERRUN_LEASE")
 	}
 	return nil
 }
@@ -56,7 +58,7 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 func (o *locationOptions) client(log hclog.Logger) (*lease.Client, error) {
 	c, err := lease.NewClient(o.clientConfig(o.lease, log))
 	if err != nil {
-		return nil, storageExit(err)
+		return nil, leader.StorageExit(err)
 	}
 	return c, nil
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // logOptions configure leaderrun's own log, which goes to stderr; COMMAND's
@@ -28,10 +30,10 @@ func (a *app) setupLog(c *cobra.Command) error {
 	}
 	o := a.logOpts
 	if hclog.LevelFromString(o.level) == hclog.NoLevel {
-		return usagef("invalid --log-level %q: use trace, debug, info, warn or error", o.level)
+		return exit.Usagef("invalid --log-level %q: use trace, debug, info, warn or error", o.level)
 	}
 	if o.format != "text" && o.format != "json" {
-		return usagef("invalid --log-format %q: use text or json", o.format)
+		return exit.Usagef("invalid --log-format %q: use text or json", o.format)
 	}
 	if o.quiet {
 		o.level = "error"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -52,10 +53,10 @@ still start up to one round trip after the pause was written.`,
 				return err
 			}
 			if o.dur < 0 || (c.Flags().Changed("for") && o.dur == 0) {
-				return usagef("invalid --for %s: want more than 0 (leave it out to pause until resume)", o.dur)
+				return exit.Usagef("invalid --for %s: want more than 0 (leave it out to pause until resume)", o.dur)
 			}
 			if _, err := (lease.Pause{Reason: o.reason}).Metadata(); err != nil {
-				return &usageError{err: err} // before any request
+				return exit.With(exit.Usage, err) // before any request
 			}
 			return runPause(c.Context(), a, o)
 		},
@@ -80,10 +81,10 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	}
 	old, date, err := client.ReadPause(rctx)
 	if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot read the pause of lease %q: %w", o.loc.lease, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot read the pause of lease %q: %w", o.loc.lease, err))
 	}
 	if date.IsZero() {
-		return exitWith(exitUnavailable, errors.New("the storage service sent no Date header: a pause is never dated by this host's clock"))
+		return exit.With(exit.Unavailable, errors.New("the storage service sent no Date header: a pause is never dated by this host's clock"))
 	}
 	p := lease.Pause{Reason: o.reason, Since: date}
 	if o.dur > 0 {
@@ -92,9 +93,9 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	if _, err := client.WritePause(rctx, p); err != nil {
 		var ce *lease.ConfigError
 		if errors.As(err, &ce) {
-			return &usageError{err: err}
+			return exit.With(exit.Usage, err)
 		}
-		return exitWith(exitUnavailable, fmt.Errorf("cannot pause lease %q: %w", o.loc.lease, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot pause lease %q: %w", o.loc.lease, err))
 	}
 	if old.Active(date) {
 		a.log.Info("replaced the pause in force", "lease", o.loc.lease, "previous_reason", old.Reason,
@@ -145,7 +146,7 @@ next poll. Resuming a lease that is not paused does nothing and exits 0.`,
 			}
 			existed, err := client.DeletePause(rctx)
 			if err != nil {
-				return exitWith(exitUnavailable, fmt.Errorf("cannot resume lease %q: %w", o.lease, err))
+				return exit.With(exit.Unavailable, fmt.Errorf("cannot resume lease %q: %w", o.lease, err))
 			}
 			if !existed {
 				a.log.Info("lease is not paused; nothing to resume", "lease", o.lease)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/runner"
 )
 
@@ -57,20 +58,43 @@ func (a *app) report(err error) {
 		fmt.Fprintln(a.stdout, pe.res.Line) // check: its one line, on stdout
 		return
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		switch {
-		case ee.err == nil:
-		case ee.code == exitOK:
-			a.log.Info(ee.err.Error())
-		default:
-			a.log.Error(ee.err.Error())
-		}
-		return
+	var ee *exit.Error
+	switch {
+	case !errors.As(err, &ee) || ee.Code == exit.Usage:
+		// usage errors, ours or cobra's (unknown command, bad flag value)
+		a.log.Error(err.Error() + " (see 'leaderrun --help')")
+	case ee.Err == nil:
+	case ee.Code == exit.OK:
+		a.log.Info(ee.Err.Error())
+	default:
+		a.log.Error(ee.Err.Error())
 	}
-	// usage errors, ours or cobra's (unknown command, bad flag value)
-	a.log.Error(err.Error() + " (see 'leaderrun --help')")
 }
+
+// exitCode decides leaderrun's exit status; it is the only place that does.
+// Errors that carry none come from cobra's own parsing (unknown command,
+// bad flag) and are usage errors too.
+func exitCode(err error) int {
+	if err == nil {
+		return exit.OK
+	}
+	if code, ok := exit.Code(err); ok {
+		return code
+	}
+	var pe *pluginExit
+	if errors.As(err, &pe) {
+		return int(pe.res.State)
+	}
+	return exit.Usage
+}
+
+// pluginExit ends `leaderrun check`: its line goes to stdout, and its state
+// is the exit status (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: the
+// monitoring plugins' convention, usage and storage errors included), not
+// leaderrun's own codes. Every outcome of check is one, OK included.
+type pluginExit struct{ res checkResult }
+
+func (e *pluginExit) Error() string { return e.res.Line }
 
 func newRootCmd(a *app) *cobra.Command { return newRootCmdWith(a, runLeader) }
 
@@ -151,7 +175,7 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit.With(exit.Usage, err) })
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
 	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
@@ -174,7 +198,7 @@ func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
 			continue
 		}
 		if err := fs.Set(flag, v); err != nil {
-			return usagef("invalid %s=%q: %v", name, v, err)
+			return exit.Usagef("invalid %s=%q: %v", name, v, err)
 		}
 	}
 	return nil
@@ -185,18 +209,18 @@ func splitCommand(c *cobra.Command, args []string) ([]string, error) {
 	dash := c.ArgsLenAtDash()
 	switch {
 	case dash < 0 && len(args) > 0:
-		return nil, usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
+		return nil, exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
 	case dash > 0:
-		return nil, usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
+		return nil, exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
 	case len(args) == 0:
-		return nil, usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
+		return nil, exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
 	}
 	return args, nil
 }
 
 func unexpectedArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+		return exit.Usagef("unexpected arguments: %s", strings.Join(args, " "))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package cmd
 import (
 	"context"
 	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
@@ -15,6 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/imds"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/monitor"
 	"github.com/leaderrun/leaderrun/runner"
@@ -54,7 +56,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
 	fs.BoolVarP(&o.noWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
 	fs.DurationVarP(&o.timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
-	fs.IntVarP(&o.conflictCode, "conflict-exit-code", "E", exitConflict, "exit status when the lease was not acquired")
+	fs.IntVarP(&o.conflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
 	fs.Var(&o.leaseDuration, "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
 	fs.DurationVar(&o.renewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
 	fs.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
@@ -112,21 +114,21 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		o.identity = hostname() + ":" + strconv.Itoa(os.Getpid())
 	}
 	if o.conflictCode < 0 || o.conflictCode > 255 {
-		return usagef("invalid --conflict-exit-code %d: use 0 to 255", o.conflictCode)
+		return exit.Usagef("invalid --conflict-exit-code %d: use 0 to 255", o.conflictCode)
 	}
 	for name, d := range map[string]time.Duration{
 		"--timeout": o.timeout, "--renew-interval": o.renewInterval, "--poll-interval": o.pollInterval,
 		"--kill-grace": o.killGrace, "--once-per": o.oncePer, "--splay": o.splay,
 	} {
 		if d < 0 {
-			return usagef("invalid %s %s: must not be negative", name, d)
+			return exit.Usagef("invalid %s %s: must not be negative", name, d)
 		}
 	}
 	if o.storageTime <= 0 {
-		return usagef("invalid --storage-timeout %s: must be positive", o.storageTime)
+		return exit.Usagef("invalid --storage-timeout %s: must be positive", o.storageTime)
 	}
 	if fs.Changed("poll-interval") && o.pollInterval == 0 {
-		return usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
+		return exit.Usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
 	}
 	if err := o.slots.complete(); err != nil {
 		return err
@@ -134,7 +136,7 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if o.pingURL != "" || o.pingTemplate != "" {
 		p, err := monitor.NewPinger(o.pingURL, o.pingTemplate, hclog.NewNullLogger())
 		if err != nil {
-			return usagef("%v", err)
+			return exit.Usagef("%v", err)
 		}
 		o.pinger = p
 	}
@@ -142,10 +144,10 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		return err
 	}
 	if fs.Changed("health-cmd") && o.health.Cmd == "" {
-		return usagef("invalid --health-cmd '': give a shell command, or leave the flag out")
+		return exit.Usagef("invalid --health-cmd '': give a shell command, or leave the flag out")
 	}
 	if err := o.health.Validate(); err != nil {
-		return usagef("invalid --health-* flags: %v", err)
+		return exit.Usagef("invalid --health-* flags: %v", err)
 	}
 	sig, err := parseSignal(o.killSignal)
 	if err != nil {
@@ -197,63 +199,63 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-// runLeader waits for the lease, runs COMMAND while holding it, stops COMMAND
-// before the lease could pass to anyone else, and releases the lease after
-// COMMAND has exited. COMMAND is looked up before storage is touched: one
-// that cannot be run exits 127 or 126 with nothing created, acquired or
-// recorded.
+// runLeader runs COMMAND while holding the lease (leader.Run).
 func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	log := a.log
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, outsideSignals...)
-	defer signal.Stop(sigs)
+	client, err := o.loc.client(a.log)
+	if err != nil {
+		return err
+	}
+	return leader.Run(ctx, leader.Options{
+		Client:           client,
+		Lease:            o.leaseConfig(a.log),
+		Argv:             o.argv,
+		StopSignal:       o.signal,
+		KillGrace:        o.killGrace,
+		Health:           o.health,
+		NoWait:           o.noWait,
+		Timeout:          o.timeout,
+		ConflictCode:     o.conflictCode,
+		StorageTimeout:   o.storageTime,
+		Splay:            o.splay,
+		OncePer:          o.oncePer,
+		Once:             o.slots.once,
+		OncePerHost:      o.slots.oncePerHostName(),
+		Schedule:         o.sched.s,
+		StartingDeadline: o.sched.deadline,
+		ScheduledEvents:  o.events.enabled,
+		IMDSEndpoint:     o.events.endpoint,
+		Pinger:           o.pinger,
+		MetricsFile:      o.metricsFile,
+	})
+}
 
-	client, err := o.loc.client(log)
-	if err != nil {
-		return err
-	}
-	elector, err := lease.NewElector(client, o.leaseConfig(log))
-	if err != nil {
-		return storageExit(err)
-	}
-	if err := runner.Lookup(o.argv[0]); err != nil {
-		return execExit(err, o)
-	}
-	mon := newRunMonitor(log, o)
-	sd := newNotifier(log)
-	sd.status("acquiring lease " + o.loc.lease)
-	sd.start()
-	defer sd.close()
-	events, err := startEvents(ctx, log, o.events)
-	if err != nil {
-		return err
-	}
-	defer events.close()
-	events.awaitFirstAnswer(ctx, log)
+// eventsOptions are the run's Scheduled Events options.
+type eventsOptions struct {
+	enabled  bool
+	endpoint string // LEADERRUN_IMDS_ENDPOINT; "" means imds.DefaultEndpoint
+}
 
-	hs := &headStart{log: log, cfg: runner.Config{
-		Argv:       o.argv,
-		StopSignal: o.signal,
-		KillGrace:  o.killGrace,
-		Logger:     log,
-	}}
-	defer hs.discard()
-	l, err := waitForLease(ctx, a, o, elector, sd, sigs, hs, events)
-	if err != nil {
-		if exitCode(err) == o.conflictCode {
-			mon.invoked() // held by another host: nothing ran here
-		}
+func (o *eventsOptions) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.enabled, "scheduled-events", false,
+		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
+			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
+}
+
+// complete reads the environment; an endpoint that cannot be used is a
+// usage error. The endpoint is checked only when the flag is on.
+func (o *eventsOptions) complete(fs *pflag.FlagSet) error {
+	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
 		return err
 	}
-	if l == nil {
-		mon.invoked()
-		return nil // skipped by --once-per
+	if !o.enabled {
+		return nil
 	}
-	h := &heldRun{log: log, o: o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
-	err = h.run(ctx) // the lease is released when it returns
-	mon.wait()
-	return err
+	o.endpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT")
+	if _, err := imds.NewClient(imds.Config{Endpoint: o.endpoint}); err != nil {
+		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
+	}
+	return nil
 }

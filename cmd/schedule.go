@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/schedule"
 )
@@ -34,85 +34,35 @@ func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
 		return err
 	}
 	if o.deadline < 0 {
-		return usagef("invalid --starting-deadline %s: must not be negative", o.deadline)
+		return exit.Usagef("invalid --starting-deadline %s: must not be negative", o.deadline)
 	}
 	if o.spec == "" {
 		if fs.Changed("schedule") {
-			return usagef("invalid --schedule '': give a cron schedule, or leave the flag out")
+			return exit.Usagef("invalid --schedule '': give a cron schedule, or leave the flag out")
 		}
 		if fs.Changed("starting-deadline") {
-			return usagef("--starting-deadline needs --schedule")
+			return exit.Usagef("--starting-deadline needs --schedule")
 		}
 		return nil
 	}
 	for _, name := range []string{"once-per", "once", "once-per-host"} {
 		if fs.Changed(name) {
-			return usagef("--schedule and --%s cannot be used together: the schedule says when to run", name)
+			return exit.Usagef("--schedule and --%s cannot be used together: the schedule says when to run", name)
 		}
 	}
 	if ro.slots.n > 1 {
 		// Each slot is its own blob with its own record: an occurrence
 		// would run once per slot.
-		return usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", ro.slots.n)
+		return exit.Usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", ro.slots.n)
 	}
 	s, err := schedule.Parse(o.spec)
 	if err != nil {
-		return usagef("invalid --schedule: %v", err)
+		return exit.Usagef("invalid --schedule: %v", err)
 	}
 	o.s = s
 	// Each invocation tries once, and reads first: most find nothing due.
 	ro.noWait = true
 	return nil
-}
-
-// leaseSchedule is the schedule as the lease asks it.
-type leaseSchedule struct {
-	s        *schedule.Schedule
-	deadline time.Duration
-}
-
-func (l leaseSchedule) String() string { return l.s.String() }
-
-func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
-	d := l.s.Decide(now, created, last, l.deadline)
-	switch d.Verdict {
-	case schedule.Run:
-		return d.Occurrence, nil
-	case schedule.Started:
-		return d.Occurrence, &lease.SkipError{Reason: lease.SkipStarted, Occurrence: d.Occurrence}
-	case schedule.Missed:
-		return d.Occurrence, &lease.SkipError{Reason: lease.SkipMissed, Occurrence: d.Occurrence}
-	}
-	return d.Occurrence, &lease.SkipError{Reason: lease.SkipNotDue, Occurrence: d.Occurrence}
-}
-
-// waitSchedule is WaitOptions.Schedule: nil without --schedule.
-func (o *scheduleOptions) waitSchedule() lease.Schedule {
-	if o.s == nil {
-		return nil
-	}
-	return leaseSchedule{s: o.s, deadline: o.deadline}
-}
-
-// logScheduleSkip says why a scheduled invocation ran nothing: a missed
-// occurrence is the one WARNING; the rest is debug.
-func logScheduleSkip(log hclog.Logger, o *scheduleOptions, skip *lease.SkipError) bool {
-	occ := ""
-	if !skip.Occurrence.IsZero() {
-		occ = skip.Occurrence.UTC().Format(time.RFC3339)
-	}
-	switch skip.Reason {
-	case lease.SkipMissed:
-		log.Warn("missed: a scheduled occurrence never started and is past --starting-deadline; it will not run",
-			"occurrence", occ, "schedule", o.spec, "starting_deadline", o.deadline)
-	case lease.SkipStarted:
-		log.Debug("skipped: the occurrence due was already started", "occurrence", occ)
-	case lease.SkipNotDue:
-		log.Debug("skipped: no occurrence of the schedule is due", "latest", occ)
-	default:
-		return false
-	}
-	return true
 }
 
 // scheduleView is what status, list and check show of a scheduled lease:

@@ -6,12 +6,9 @@ package cmd
 // that succeeded writes before its release.
 
 import (
-	"context"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -32,7 +29,7 @@ func (o *slotOptions) addFlags(fs *pflag.FlagSet) {
 // complete checks the flags; host is --identity as given (empty: none).
 func (o *slotOptions) complete() error {
 	if o.n < 1 || o.n > lease.MaxSlots {
-		return usagef("invalid --slots %d: use 1 to %d", o.n, lease.MaxSlots)
+		return exit.Usagef("invalid --slots %d: use 1 to %d", o.n, lease.MaxSlots)
 	}
 	if o.oncePerHost && o.host == "" {
 		o.host = hostname()
@@ -46,31 +43,4 @@ func (o *slotOptions) oncePerHostName() string {
 		return ""
 	}
 	return o.host
-}
-
-// logSkip logs a --once or --once-per-host skip.
-func logSkip(log hclog.Logger, skip *lease.SkipError) {
-	switch skip.Reason {
-	case lease.SkipOnce:
-		args := []any{"succeeded_on", skip.Holder}
-		if !skip.Start.IsZero() {
-			args = append(args, "succeeded_at", skip.Start.UTC().Format(time.RFC3339))
-		}
-		log.Info("skipped: a run already completed with status 0 (--once)", args...)
-	case lease.SkipOncePerHost:
-		log.Info("skipped: this host already completed a run with status 0 (--once-per-host)", "host", skip.Holder)
-	}
-}
-
-// markDone writes this host's done marker after COMMAND exited with status
-// 0 (code), by itself or when asked to step down for a scheduled event,
-// while the lease is still held: the release comes after it, so nobody can
-// take the slot before the marker exists.
-func (h *heldRun) markDone(ctx context.Context, out outcome, code int) {
-	if !h.o.slots.oncePerHost || (out.kind != outcomeExited && out.kind != outcomeSteppedDown) || code != exitOK {
-		return
-	}
-	if err := h.l.MarkDone(ctx, h.o.slots.host); err != nil {
-		h.log.Warn("could not record that this host is done; it will run again", "host", h.o.slots.host, "error", err)
-	}
 }

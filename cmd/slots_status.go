@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -24,7 +26,7 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Cl
 	}
 	v, err := client.View(ctx)
 	if err != nil {
-		return nil, nil, exitWith(exitUnavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+		return nil, nil, exit.With(exit.Unavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
 	}
 	return client, v, nil
 }
@@ -70,7 +72,7 @@ func breakSlots(ctx context.Context, a *app, o *breakOptions, client *lease.Clie
 		}
 		c, err := client.Sibling(lease.SlotBlob(o.loc.lease, s.Index))
 		if err != nil {
-			return storageExit(err)
+			return leader.StorageExit(err)
 		}
 		any = true
 		if err := breakHolder(ctx, a, c, s.Props, fmt.Sprintf("%s slot %d", o.loc.lease, s.Index), o.now); err != nil {
@@ -92,11 +94,11 @@ func breakSlot(ctx context.Context, a *app, o *breakOptions) error {
 	}
 	c, err := client.Sibling(lease.SlotBlob(o.loc.lease, o.slot))
 	if err != nil {
-		return storageExit(err)
+		return leader.StorageExit(err)
 	}
 	p, err := c.Properties(ctx)
 	if err != nil {
-		return exitWith(exitUnavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", o.slot, o.loc.lease, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", o.slot, o.loc.lease, err))
 	}
 	return breakHolder(ctx, a, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, o.slot), o.now)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -38,7 +39,7 @@ be read.`,
 				return err
 			}
 			if o.output != "text" && o.output != "json" {
-				return usagef("invalid --output %q: use text or json", o.output)
+				return exit.Usagef("invalid --output %q: use text or json", o.output)
 			}
 			return runStatus(c.Context(), a, o)
 		},

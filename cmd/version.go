@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // version and commit may be set at build time, as scripts/release.sh does:
@@ -105,7 +107,7 @@ func newVersionCmd(a *app) *cobra.Command {
 			case "json":
 				return writeJSON(a.stdout, currentVersion())
 			}
-			return usagef("invalid --output %q: use text or json", output)
+			return exit.Usagef("invalid --output %q: use text or json", output)
 		},
 	}
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")

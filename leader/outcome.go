@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // How a held run ended: the pure decision of leaderrun's exit status, its
 // log line and whether the run's end is recorded, from what happened while
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
@@ -86,18 +87,18 @@ func decideOutcome(h happened) outcome {
 	switch {
 	case h.unhealthy != nil:
 		// The run's end is written only while the lease is still held.
-		return outcome{kind: outcomeUnhealthy, code: exitUnhealthy, recordEnd: lost == nil,
+		return outcome{kind: outcomeUnhealthy, code: exit.Unhealthy, recordEnd: lost == nil,
 			err: fmt.Errorf("the health check failed %d times in a row (%s); the command was stopped and the lease released",
 				h.unhealthy.Failures, h.unhealthy.Last)}
 	case lost != nil && h.steppedDown != nil:
-		return outcome{kind: outcomeLost, code: exitLost,
+		return outcome{kind: outcomeLost, code: exit.Lost,
 			err: fmt.Errorf("leadership of %q was lost while stepping down for scheduled event %s (%v); the command was stopped",
 				h.lease, eventText(*h.steppedDown), lost.Reason)}
 	case lost != nil:
-		return outcome{kind: outcomeLost, code: exitLost,
+		return outcome{kind: outcomeLost, code: exit.Lost,
 			err: fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", h.lease, lost.Reason)}
 	case h.steppedDown != nil:
-		return outcome{kind: outcomeSteppedDown, code: exitLost, recordEnd: true,
+		return outcome{kind: outcomeSteppedDown, code: exit.Lost, recordEnd: true,
 			err: fmt.Errorf("stepped down as leader of %q before scheduled event %s; the command was stopped and the lease released",
 				h.lease, eventText(*h.steppedDown))}
 	case h.result.Signal != 0:
@@ -106,11 +107,11 @@ func decideOutcome(h happened) outcome {
 	return outcome{kind: outcomeExited, code: code, recordEnd: true}
 }
 
-// exitErr is the error runLeader returns for o: nil for a run that
+// exitErr is the error Run returns for o: nil for a run that
 // succeeded.
 func (o outcome) exitErr() error {
-	if o.code == exitOK && o.err == nil {
+	if o.code == exit.OK && o.err == nil {
 		return nil
 	}
-	return exitWith(o.code, o.err)
+	return exit.With(o.code, o.err)
 }

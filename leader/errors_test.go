@@ -1,9 +1,6 @@
-package cmd
+package leader
 
 import (
-	"bytes"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,38 +33,6 @@ func TestHeldText(t *testing.T) {
 			held := &lease.HeldError{Holder: tt.p.Holder, Since: tt.p.AcquiredAt, Term: tt.p.Term, Stale: lease.StaleHolder(tt.p)}
 			if got := heldText(held, tt.self); got != tt.want {
 				t.Fatalf("heldText = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestReportLevel: the line before an exit of leaderrun's own is an error,
-// unless the status is 0 (-E 0), where it is info: -q prints nothing.
-func TestReportLevel(t *testing.T) {
-	tests := []struct {
-		name  string
-		err   error
-		quiet bool
-		want  string // "" for no output
-	}{
-		{"conflict 75", exitWith(75, errors.New("held")), false, "[ERROR] leaderrun: held"},
-		{"conflict 75, -q", exitWith(75, errors.New("held")), true, "[ERROR] leaderrun: held"},
-		{"conflict -E 0", exitWith(0, errors.New("held")), false, "[INFO]  leaderrun: held"},
-		{"conflict -E 0, -q", exitWith(0, errors.New("held")), true, ""},
-		{"command's own status", exitWith(3, nil), false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			level := "info"
-			if tt.quiet {
-				level = "error"
-			}
-			a := &app{log: newLogger(&buf, logOptions{level: level})}
-			a.report(tt.err)
-			got := strings.TrimSpace(buf.String())
-			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-				t.Fatalf("logged %q, want %q", got, tt.want)
 			}
 		})
 	}

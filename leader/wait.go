@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // Waiting for the lease: the acquire, what a waiting follower reports, and
 // a terminating signal that ends the wait.
@@ -12,15 +12,30 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
+
+// wait is the wait for the lease: the acquire, what a waiting follower
+// reports, and a terminating signal that ends it.
+type wait struct {
+	log     hclog.Logger
+	o       *Options
+	elector *lease.Elector
+	sd      *notifier
+	sigs    <-chan os.Signal
+	hs      *headStart
+	events  *eventWatch // nil without --scheduled-events
+}
 
 // splay waits a random time in [0, d) before the first request, so that a
 // fleet whose clocks start it in the same second spreads out. It reports
 // false if ctx ended first (a terminating signal).
-func splay(ctx context.Context, a *app, d time.Duration) bool {
+func (w *wait) splay(ctx context.Context, d time.Duration) bool {
 	wait := rand.N(d)
-	a.log.Debug("splay: waiting before the first request", "wait", wait)
+	w.log.Debug("splay: waiting before the first request", "wait", wait)
 	return !waitOrDone(ctx, wait)
 }
 
@@ -37,11 +52,12 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// waitForLease acquires the lease; a terminating signal ends the wait at
-// once. It returns a nil lease when --once-per skips the run. While a
-// scheduled event concerns this VM (--scheduled-events) it does not acquire.
-func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, sd *notifier, sigs <-chan os.Signal, hs *headStart, events *eventWatch) (*lease.Lease, error) {
-	log := a.log
+// forLease acquires the lease; a terminating signal ends the wait at once.
+// It returns a nil lease when the run is skipped (--once-per, --once,
+// --once-per-host, --schedule). While a scheduled event concerns this VM
+// (--scheduled-events) it does not acquire.
+func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
+	log, o, sd, hs, name := w.log, w.o, w.sd, w.hs, w.o.Client.Name()
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waitSig syscall.Signal
 	waitDone := make(chan struct{})
@@ -49,7 +65,7 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		defer close(waitDone)
 		for {
 			select {
-			case s := <-sigs:
+			case s := <-w.sigs:
 				if terminating(s) {
 					waitSig = s.(syscall.Signal)
 					cancelWait()
@@ -61,43 +77,42 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 			}
 		}
 	}()
-	if o.splay > 0 && !splay(waitCtx, a, o.splay) {
+	if o.Splay > 0 && !w.splay(waitCtx, o.Splay) {
 		cancelWait()
 		<-waitDone
 		if waitSig == 0 {
 			return nil, ctx.Err()
 		}
-		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
+		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
-	l, err := e.Acquire(waitCtx, lease.WaitOptions{
-		NoWait: o.noWait,
+	l, err := w.elector.Acquire(waitCtx, lease.WaitOptions{
+		NoWait: o.NoWait,
 		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
 		// losing contender need not read who holds the lease.
-		HeldIsEnough: o.noWait && o.conflictCode == exitOK && !log.IsInfo(),
+		HeldIsEnough: o.NoWait && o.ConflictCode == exit.OK && !log.IsInfo(),
 		// After a splay the run of this tick has likely started: read first.
 		// So does a scheduled invocation: most find nothing due.
-		ReadFirst:      o.splay > 0 || o.sched.s != nil,
-		Timeout:        o.timeout,
-		StorageTimeout: o.storageTime,
-		OncePer:        o.oncePer,
-		Once:           o.slots.once,
-		// --once-per-host: "" when off
-		OncePerHost: o.slots.oncePerHostName(),
-		Schedule:    o.sched.waitSchedule(),
-		OnTry:       hs.prepare,
+		ReadFirst:      o.Splay > 0 || o.Schedule != nil,
+		Timeout:        o.Timeout,
+		StorageTimeout: o.StorageTimeout,
+		OncePer:        o.OncePer,
+		Once:           o.Once,
+		OncePerHost:    o.OncePerHost,
+		Schedule:       o.leaseSchedule(),
+		OnTry:          hs.prepare,
 		OnWait: func(p *lease.Properties) {
 			hs.discard()
 			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
-			log.Info("waiting for the lease", "lease", o.loc.lease, "holder", heldText(held, o.identity))
+			log.Info("waiting for the lease", "lease", name, "holder", heldText(held, o.Lease.Identity))
 			sd.waiting()
-			sd.status("waiting: held by " + heldText(held, o.identity))
+			sd.status("waiting: held by " + heldText(held, o.Lease.Identity))
 		},
 		// Held back by a scheduled event for this VM (events.go), or by a
 		// pause (`leaderrun pause`, checked inside lease).
-		Hold: events.holdFunc(),
+		Hold: w.events.holdFunc(),
 		OnHold: func(reason string) {
 			hs.discard()
-			log.Info("waiting for the lease", "lease", o.loc.lease, "reason", reason)
+			log.Info("waiting for the lease", "lease", name, "reason", reason)
 			sd.waiting()
 			sd.status("waiting: " + reason)
 		},
@@ -107,19 +122,13 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 	var skip *lease.SkipError
 	var held *lease.HeldError
 	switch {
-	case errors.As(err, &skip) && logScheduleSkip(log, &o.sched, skip):
+	case errors.As(err, &skip):
+		logSkip(log, o, skip)
 		return nil, nil
-	case o.sched.s != nil && errors.As(err, &held) && waitSig == 0:
+	case o.Schedule != nil && errors.As(err, &held) && waitSig == 0:
 		// An earlier run still holds the lease: quietly; the next
 		// invocation tries again while the occurrence is due.
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
-		return nil, nil
-	case errors.As(err, &skip) && skip.Reason != lease.SkipOncePer:
-		logSkip(log, skip) // slots.go
-		return nil, nil
-	case errors.As(err, &skip):
-		log.Info("skipped: a run started within the --once-per window", "window", o.oncePer,
-			"last_run_by", skip.Holder, "last_run_start", skip.Start.UTC().Format(time.RFC3339))
 		return nil, nil
 	case err != nil:
 		return nil, acquireExit(err, waitSig, o)
@@ -131,7 +140,7 @@ func waitForLease(ctx context.Context, a *app, o *runOptions, e *lease.Elector, 
 		if rerr := l.ReleaseUnused(rctx); rerr != nil {
 			log.Warn("could not release the lease; it expires by itself", "error", rerr)
 		}
-		return nil, exitWith(exitSignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), o.loc.lease))
+		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
 	return l, nil
 }

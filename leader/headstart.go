@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // The head start: COMMAND's guard process, started while the lease is
 // still being acquired.

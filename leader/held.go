@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // A held run: COMMAND started under an acquired lease, watched until it has
 // exited, then the lease released. The safety promise lives in the order of
@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
@@ -27,7 +28,7 @@ const releaseTimeout = 10 * time.Second
 // heldRun is one run of COMMAND under an acquired lease. Use: run, once.
 type heldRun struct {
 	log           hclog.Logger
-	o             *runOptions
+	o             *Options
 	l             *lease.Lease
 	renewInterval time.Duration
 	sd            *notifier
@@ -75,7 +76,7 @@ func (h *heldRun) run(ctx context.Context) error {
 		// The health flags were validated with the others: only a bug gets here.
 		h.proc.Stop(h.l.StopBudget)
 		<-h.proc.Done()
-		return exitWith(exitInternal, err)
+		return exit.With(exit.Internal, err)
 	}
 	h.loop(causes)
 	endWatch()
@@ -89,7 +90,7 @@ func (h *heldRun) run(ctx context.Context) error {
 func (h *heldRun) start(ctx context.Context) error {
 	l := h.l
 	if err := l.RecordRunStart(ctx); err != nil {
-		return storageExit(fmt.Errorf("recording the run's start: %w", err))
+		return StorageExit(fmt.Errorf("recording the run's start: %w", err))
 	}
 	h.env = append(withoutNotify(os.Environ()),
 		"LEADERRUN_LEASE="+l.Name,
@@ -107,10 +108,10 @@ func (h *heldRun) start(ctx context.Context) error {
 		// Looked up before acquiring: the command changed since.
 		code := execCode(err)
 		h.recordEnd(ctx, code)
-		return exitWith(code, err)
+		return exit.With(code, err)
 	}
 	h.proc = p
-	h.log.Debug("command started", "pid", p.Pid(), "command", h.o.argv[0])
+	h.log.Debug("command started", "pid", p.Pid(), "command", h.o.Argv[0])
 	h.mon.started(l)
 	return nil
 }
@@ -121,7 +122,7 @@ func (h *heldRun) start(ctx context.Context) error {
 // stops the watch and returns once no check runs any more.
 func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
 	hctx, stopHealth := context.WithCancel(ctx)
-	hc := h.o.health
+	hc := h.o.Health
 	hc.Env, hc.Logger = h.env, h.log
 	health, err := runner.StartHealth(hctx, hc)
 	if err != nil {
@@ -235,7 +236,7 @@ func (h *heldRun) stopLost() {
 	grace := time.Until(h.lost.KillBy)
 	if grace > 0 {
 		h.log.Error("leadership lost; stopping the command", "reason", h.lost.Reason,
-			"signal", signalName(h.o.signal), "sigkill_in", grace.Round(time.Millisecond))
+			"signal", signalName(h.o.StopSignal), "sigkill_in", grace.Round(time.Millisecond))
 	} else {
 		// Woken past the kill deadline (a frozen process): no grace is left.
 		h.log.Error("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
@@ -257,7 +258,7 @@ func (h *heldRun) stopUnhealthy(err error) {
 	u := h.unhealthy
 	h.log.Error("the health check failed; stopping the command and giving up the lease",
 		"failures", u.Failures, "last", u.Last, "output", u.Output,
-		"signal", signalName(h.o.signal), "sigkill_in", h.l.StopBudget)
+		"signal", signalName(h.o.StopSignal), "sigkill_in", h.l.StopBudget)
 	h.sd.status("stopping: health check failed")
 	h.proc.Stop(h.l.StopBudget)
 }
@@ -270,7 +271,7 @@ func (h *heldRun) stopUnhealthy(err error) {
 // check failed first, COMMAND is already being stopped for that: the event
 // only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
-	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.killGrace))
+	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.KillGrace))
 	if h.stepped != nil {
 		// The event moved sooner: only SIGKILL comes forward.
 		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
@@ -281,7 +282,7 @@ func (h *heldRun) stepDown(ev imds.Event) {
 		h.stepped = &ev
 		h.stopHealth()
 		h.log.Info("stepping down: stopping the command before the scheduled event",
-			"signal", signalName(h.o.signal), "sigkill_in", max(grace, 0).Round(time.Millisecond))
+			"signal", signalName(h.o.StopSignal), "sigkill_in", max(grace, 0).Round(time.Millisecond))
 		at := ev.NotBeforeText
 		if at == "" {
 			at = "any moment"
@@ -314,7 +315,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 	}
 	if out.recordEnd {
 		h.recordEnd(ctx, hap.result.Code())
-		h.markDone(ctx, out, hap.result.Code()) // slots.go: --once-per-host, before the release
+		h.markDone(ctx, out, hap.result.Code()) // skip.go: --once-per-host, before the release
 	}
 	return out.exitErr()
 }

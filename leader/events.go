@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // Scheduled Events (--scheduled-events): the watcher of Azure's metadata
 // service, the reason a contender holds off its acquire, and the deadline
@@ -7,12 +7,11 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
 )
 
@@ -25,34 +24,6 @@ const eventsReadyWait = 2 * time.Second
 // than this long before the event's NotBefore.
 const stepDownMargin = 2 * time.Second
 
-// eventsOptions are the run's Scheduled Events options.
-type eventsOptions struct {
-	enabled  bool
-	endpoint string // LEADERRUN_IMDS_ENDPOINT; "" means imds.DefaultEndpoint
-}
-
-func (o *eventsOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.enabled, "scheduled-events", false,
-		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
-			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
-}
-
-// complete reads the environment; an endpoint that cannot be used is a
-// usage error. The endpoint is checked only when the flag is on.
-func (o *eventsOptions) complete(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
-		return err
-	}
-	if !o.enabled {
-		return nil
-	}
-	o.endpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT")
-	if _, err := imds.NewClient(imds.Config{Endpoint: o.endpoint}); err != nil {
-		return usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
-	}
-	return nil
-}
-
 // eventWatch is a running imds.Watcher. A nil *eventWatch (the flag off)
 // holds nothing and never reports an event.
 type eventWatch struct {
@@ -60,20 +31,20 @@ type eventWatch struct {
 	stop func() // ends the watcher and waits for it
 }
 
-// startEvents starts the watcher when the flag is on; stop it with close.
+// startEvents starts the watcher when enabled; stop it with close.
 // Failures to reach the service are the watcher's to log (one warning);
 // they never stop a run.
-func startEvents(ctx context.Context, log hclog.Logger, o eventsOptions) (*eventWatch, error) {
-	if !o.enabled {
+func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (*eventWatch, error) {
+	if !enabled {
 		return nil, nil
 	}
-	c, err := imds.NewClient(imds.Config{Endpoint: o.endpoint, Logger: log})
+	c, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
 	if err != nil {
-		return nil, usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
+		return nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
 	}
 	w, err := imds.NewWatcher(c, imds.WatcherConfig{Logger: log})
 	if err != nil {
-		return nil, exitWith(exitInternal, err)
+		return nil, exit.With(exit.Internal, err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

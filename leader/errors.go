@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 import (
 	"context"
@@ -7,38 +7,40 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/runner"
 )
 
-// storageExit maps an error from the lease package to leaderrun's exit
+// StorageExit maps an error from the lease package to leaderrun's exit
 // status: a configuration it refuses is a usage error (64), anything else is
 // storage that is unreachable, unauthorized or refused (69).
-func storageExit(err error) error {
+func StorageExit(err error) error {
 	var ce *lease.ConfigError
 	if errors.As(err, &ce) {
-		return &usageError{err: err}
+		return exit.With(exit.Usage, err)
 	}
-	return exitWith(exitUnavailable, err)
+	return exit.With(exit.Unavailable, err)
 }
 
 // acquireExit maps what ended the wait for the lease.
-func acquireExit(err error, sig syscall.Signal, o *runOptions) error {
+func acquireExit(err error, sig syscall.Signal, o *Options) error {
+	name := o.Client.Name()
 	var held *lease.HeldError
 	switch {
 	case sig != 0 && errors.Is(err, context.Canceled):
-		return exitWith(exitSignalBase+int(sig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(sig), o.loc.lease))
+		return exit.With(exit.SignalBase+int(sig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(sig), name))
 	case errors.As(err, &held):
 		why := "--no-wait"
-		if !o.noWait {
-			why = fmt.Sprintf("--timeout %s passed", o.timeout)
+		if !o.NoWait {
+			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
 		}
 		if held.Reason != "" { // kept off by a pause or a scheduled event
-			return exitWith(o.conflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", o.loc.lease, held.Reason, why))
+			return exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
 		}
-		return exitWith(o.conflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", o.loc.lease, heldText(held, o.identity), why))
+		return exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
 	}
-	return storageExit(err)
+	return StorageExit(err)
 }
 
 // heldText names the holder of a lease found held, as far as it is known.
@@ -75,8 +77,8 @@ func holderText(holder string, since time.Time) string {
 // execExit maps a COMMAND that cannot be run, found before the lease was
 // touched: its *runner.ExecError says 127 (not found) or 126 (not
 // executable).
-func execExit(err error, o *runOptions) error {
-	return exitWith(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.loc.lease))
+func execExit(err error, name string) error {
+	return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, name))
 }
 
 // execCode is the exit status for a COMMAND that cannot be started: 127
@@ -86,5 +88,5 @@ func execCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	return exitNotExec
+	return exit.NotExec
 }

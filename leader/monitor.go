@@ -1,4 +1,4 @@
-package cmd
+package leader
 
 // Telling monitoring (package monitor): pings from the host that runs
 // COMMAND, and the textfile of gauges that every invocation updates.
@@ -29,11 +29,11 @@ type runMonitor struct {
 	warnOnce    sync.Once
 }
 
-func newRunMonitor(log hclog.Logger, o *runOptions) *runMonitor {
-	if o.pinger != nil {
-		o.pinger.SetLogger(log)
+func newRunMonitor(log hclog.Logger, o *Options) *runMonitor {
+	if o.Pinger != nil {
+		o.Pinger.SetLogger(log)
 	}
-	return &runMonitor{log: log, lease: o.loc.lease, metricsFile: o.metricsFile, pinger: o.pinger}
+	return &runMonitor{log: log, lease: o.Client.Name(), metricsFile: o.MetricsFile, pinger: o.Pinger}
 }
 
 // invoked: this invocation did not run COMMAND (skipped, or the lease

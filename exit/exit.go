@@ -1,0 +1,60 @@
+// Package exit holds leaderrun's exit statuses and the error that carries
+// one, with the one line that says why, from where it is decided to where
+// the process exits (cmd.Execute). The README's "Exit status" table lists
+// them; COMMAND's own status and 128+N pass through unchanged.
+package exit
+
+import (
+	"errors"
+	"fmt"
+)
+
+// leaderrun's own statuses (sysexits.h where one fits).
+const (
+	OK          = 0
+	Usage       = 64 // EX_USAGE: bad flag, bad duration, missing lease name
+	Unavailable = 69 // EX_UNAVAILABLE: storage unreachable, unauthorized or refused
+	Internal    = 70 // EX_SOFTWARE: a bug in leaderrun
+	Conflict    = 75 // EX_TEMPFAIL: held by someone else (default of -E)
+	Lost        = 76 // leadership lost while COMMAND ran
+	Unhealthy   = 77 // the health check failed
+	NotExec     = 126
+	NotFound    = 127
+	SignalBase  = 128
+)
+
+// Error carries the status leaderrun exits with and the one line that says
+// why. A nil Err means the status needs no explanation (COMMAND's own
+// status, or a skipped run already logged).
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// With returns an error that makes leaderrun exit with code; err, when not
+// nil, is the plain line logged before exiting.
+func With(code int, err error) error { return &Error{Code: code, Err: err} }
+
+// Usagef is a mistake on the command line or in the environment: exit 64.
+func Usagef(format string, a ...any) error {
+	return &Error{Code: Usage, Err: fmt.Errorf(format, a...)}
+}
+
+// Code is the status an *Error in err's chain carries; ok is false when
+// there is none.
+func Code(err error) (code int, ok bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code, true
+	}
+	return 0, false
+}

@@ -1,0 +1,65 @@
+package leader
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/imds"
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+)
+
+func TestDecideOutcome(t *testing.T) {
+	lost := &lease.LostError{Reason: errors.New("renew: storage answered 409 LeaseIdMismatchWithLeaseOperation")}
+	unhealthy := &runner.UnhealthyError{Failures: 3, Last: "exit status 1"}
+	preempt := &imds.Event{EventID: "E1", EventType: "Preempt", EventStatus: "Scheduled", NotBeforeText: "Mon, 19 Sep 2016 18:29:47 GMT",
+		NotBefore: imds.ParseNotBefore("Mon, 19 Sep 2016 18:29:47 GMT")}
+	exited := func(code int) runner.Result { return runner.Result{ExitCode: code} }
+	killed := func(sig syscall.Signal) runner.Result { return runner.Result{ExitCode: -1, Signal: sig} }
+	tests := []struct {
+		name   string
+		h      happened
+		kind   outcomeKind
+		code   int
+		record bool
+		msg    string // in the logged line; "" when there is none
+	}{
+		{"success", happened{result: exited(0)}, outcomeExited, 0, true, ""},
+		{"command's own failure", happened{result: exited(3)}, outcomeExited, 3, true, ""},
+		{"command's own 76 is not a loss", happened{result: exited(76)}, outcomeExited, 76, true, ""},
+		{"forwarded SIGTERM", happened{result: killed(syscall.SIGTERM)}, outcomeSignalled, 143, true, ""},
+		{"lost", happened{lost: lost, result: killed(syscall.SIGTERM)}, outcomeLost, exit.Lost, false, "LeaseIdMismatchWithLeaseOperation"},
+		{"lost although the command exited 0", happened{lost: lost, result: exited(0)}, outcomeLost, exit.Lost, false, "was lost while the command ran"},
+		{"kill deadline passed unseen", happened{pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exit.Lost, false, "before the kill deadline"},
+		{"unhealthy", happened{unhealthy: unhealthy, result: killed(syscall.SIGTERM)}, outcomeUnhealthy, exit.Unhealthy, true, "failed 3 times in a row (exit status 1)"},
+		{"stepped down", happened{steppedDown: preempt, result: killed(syscall.SIGTERM)}, outcomeSteppedDown, exit.Lost, true,
+			"before scheduled event Preempt E1 for this VM at Mon, 19 Sep 2016 18:29:47 GMT"},
+		{"stepped down, the command exited 0", happened{steppedDown: preempt, result: exited(0)}, outcomeSteppedDown, exit.Lost, true, "stepped down"},
+		{"stepped down, then lost while stopping", happened{steppedDown: preempt, lost: lost, result: killed(syscall.SIGKILL)}, outcomeLost, exit.Lost, false,
+			"lost while stepping down for scheduled event Preempt E1"},
+		{"stepped down, kill deadline passed unseen", happened{steppedDown: preempt, pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exit.Lost, false,
+			"before the kill deadline"},
+		{"unhealthy, then lost while stopping", happened{unhealthy: unhealthy, lost: lost, result: killed(syscall.SIGKILL)}, outcomeUnhealthy, exit.Unhealthy, false, "health check failed"}, // the lease is gone: nothing to record on
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.h.lease = "cron/report"
+			got := decideOutcome(tt.h)
+			if got.kind != tt.kind || got.code != tt.code || got.recordEnd != tt.record {
+				t.Fatalf("got %v code %d record %v, want %v code %d record %v", got.kind, got.code, got.recordEnd, tt.kind, tt.code, tt.record)
+			}
+			switch {
+			case tt.msg == "" && got.err != nil:
+				t.Fatalf("logged line %q, want none", got.err)
+			case tt.msg != "" && (got.err == nil || !strings.Contains(got.err.Error(), tt.msg)):
+				t.Fatalf("logged line %v, want it to contain %q", got.err, tt.msg)
+			}
+			if c, ok := exit.Code(got.exitErr()); (ok || tt.code != 0) && c != tt.code {
+				t.Fatalf("exit.Code(exitErr()) = %d, want %d", c, tt.code)
+			}
+		})
+	}
+}

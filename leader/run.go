@@ -1,0 +1,130 @@
+package leader
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/monitor"
+	"github.com/leaderrun/leaderrun/runner"
+	"github.com/leaderrun/leaderrun/schedule"
+)
+
+// Options are one run's, checked by the command line before Run: where the
+// lease is and how it is held, COMMAND and how it is stopped, when to skip,
+// and whom to tell.
+type Options struct {
+	Client *lease.Client // the lease blob (NAME, slot 0)
+	// Lease is the lease's configuration: duration, renewal, polling,
+	// identity, slots. Its Logger is the run's.
+	Lease lease.Config
+
+	Argv       []string // COMMAND, looked up on PATH
+	StopSignal syscall.Signal
+	KillGrace  time.Duration
+	Health     runner.HealthConfig // no check when Cmd is ""
+
+	NoWait         bool          // -n: do not wait for a held lease
+	Timeout        time.Duration // -w: 0 waits for ever
+	ConflictCode   int           // -E: the status when the lease was not acquired
+	StorageTimeout time.Duration // without Timeout: how long storage may fail
+	Splay          time.Duration // a random wait in [0, Splay) before the first request
+
+	OncePer     time.Duration // --once-per; 0: off
+	Once        bool          // --once
+	OncePerHost string        // --once-per-host: this host's name; "": off
+	// Schedule (--schedule) runs the occurrence due, at most
+	// StartingDeadline old (0: no limit); nil: not scheduled.
+	Schedule         *schedule.Schedule
+	StartingDeadline time.Duration
+
+	// ScheduledEvents watches the metadata service at IMDSEndpoint ("":
+	// the default address) for events that concern this VM.
+	ScheduledEvents bool
+	IMDSEndpoint    string
+
+	Pinger      *monitor.Pinger // nil: no pings
+	MetricsFile string          // "": no metrics file
+}
+
+// outsideSignals are the signals a run handles: the terminating ones ask
+// COMMAND to stop (and end a wait); the others are forwarded as they are.
+var outsideSignals = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+// terminating reports whether sig asks leaderrun to stop.
+func terminating(sig os.Signal) bool {
+	switch sig {
+	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// Run waits for the lease, runs COMMAND while holding it, stops COMMAND
+// before the lease could pass to anyone else, and releases the lease after
+// COMMAND has exited. It returns nil or an error carrying the exit status
+// (exit.Code). COMMAND is looked up before storage is touched: one that
+// cannot be run exits 127 or 126 with nothing created, acquired or
+// recorded.
+func Run(ctx context.Context, o Options) error {
+	log := o.Lease.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+		o.Lease.Logger = log
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, outsideSignals...)
+	defer signal.Stop(sigs)
+
+	elector, err := lease.NewElector(o.Client, o.Lease)
+	if err != nil {
+		return StorageExit(err)
+	}
+	if err := runner.Lookup(o.Argv[0]); err != nil {
+		return execExit(err, o.Client.Name())
+	}
+	mon := newRunMonitor(log, &o)
+	sd := newNotifier(log)
+	sd.status("acquiring lease " + o.Client.Name())
+	sd.start()
+	defer sd.close()
+	events, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
+	if err != nil {
+		return err
+	}
+	defer events.close()
+	events.awaitFirstAnswer(ctx, log)
+
+	hs := &headStart{log: log, cfg: runner.Config{
+		Argv:       o.Argv,
+		StopSignal: o.StopSignal,
+		KillGrace:  o.KillGrace,
+		Logger:     log,
+	}}
+	defer hs.discard()
+	w := &wait{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events}
+	l, err := w.forLease(ctx)
+	if err != nil {
+		if code, _ := exit.Code(err); code == o.ConflictCode {
+			mon.invoked() // held by another host: nothing ran here
+		}
+		return err
+	}
+	if l == nil {
+		mon.invoked()
+		return nil // skipped
+	}
+	h := &heldRun{log: log, o: &o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	err = h.run(ctx) // the lease is released when it returns
+	mon.wait()
+	return err
+}
