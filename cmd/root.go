@@ -1,5 +1,3 @@
-// Package cmd holds leaderrun's command line: it parses and validates flags,
-// wires the lease and the runner together, and decides the exit status.
 package cmd
 
 import (
