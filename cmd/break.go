@@ -81,7 +81,7 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 // command before anyone can acquire. `break` (each slot) and `pause
 // --drain` share it; name is how the log names the lease.
 func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Properties, name string, now bool) error {
-	if p.State != lease.StateLeased && p.State != lease.StateBreaking {
+	if !p.State.Held() {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil
 	}

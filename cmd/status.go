@@ -141,7 +141,7 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *
 	row("state", string(p.State))
 	if p.Holder != "" {
 		holder := p.Holder
-		if p.State != lease.StateLeased && p.State != lease.StateBreaking {
+		if !p.State.Held() {
 			holder += " (last holder)"
 		}
 		row("holder", holder)
