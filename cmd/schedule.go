@@ -120,7 +120,8 @@ func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
 	}
 }
 
-// scheduleJSON fills status -o json's schedule keys (null when absent).
+// scheduleJSON fills status -o json's schedule keys; a lease never run with
+// --schedule has none (they are left out, not null: they do not apply).
 func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
 	v, ok := viewSchedule(p, now)
 	if !ok {

@@ -25,7 +25,8 @@ func newStatusCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
-		Long: `status reads the lease blob (one read, no lease operation) and prints its URL
+		Long: `status lists the lease's blobs (one request, no lease operation: the slots,
+the pause and the done markers come with it) and prints its URL
 (without any secret), the lease state (available, leased, expired, breaking,
 broken, or never held), the holder, the fencing term, since when it is held,
 and the last run: who ran it, when it started and ended, and its exit status.

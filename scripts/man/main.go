@@ -40,6 +40,6 @@ func write(dir, version string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	header := &doc.GenManHeader{Title: "LEADERRUN", Section: "1", Source: "leaderrun " + version}
+	header := &doc.GenManHeader{Section: "1", Source: "leaderrun " + version}
 	return doc.GenManTree(cmd.Command(), header, dir)
 }

@@ -14,7 +14,7 @@ func TestWrite(t *testing.T) {
 	}
 	for page, want := range map[string][]string{
 		"leaderrun.1":        {"--once-per", "leaderrun v9.9.9", "EXAMPLE"},
-		"leaderrun-status.1": {"status"},
+		"leaderrun-status.1": {"status", `.TH "LEADERRUN-STATUS" "1"`},
 		"leaderrun-break.1":  {"break"},
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, page))
