@@ -74,6 +74,9 @@ type scheduleView struct {
 	// missed is the earliest occurrence after last that did not start
 	// although a later one is due too: it was never run (zero if none).
 	missed time.Time
+	// due is the latest occurrence at or before now when nobody has
+	// started it yet: the next invocation runs it (zero if none).
+	due time.Time
 }
 
 // viewSchedule reads p's schedule keys; ok is false on a lease never run
@@ -88,6 +91,9 @@ func viewSchedule(p *lease.Properties, now time.Time) (v scheduleView, ok bool) 
 		return v, true
 	}
 	v.next = s.Next(now)
+	if d := s.Decide(now, p.Created, v.last, 0); d.Verdict == schedule.Run {
+		v.due = d.Occurrence
+	}
 	if !v.last.IsZero() {
 		if n1 := s.Next(v.last); !n1.IsZero() && !n1.After(now) {
 			if n2 := s.Next(n1); !n2.IsZero() && !n2.After(now) {
@@ -115,6 +121,9 @@ func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
 		last += fmt.Sprintf("; MISSED %s", rfc3339(v.missed))
 	}
 	row("last occurrence", last)
+	if !v.due.IsZero() {
+		row("due occurrence", rfc3339(v.due)+" (not started yet: the next invocation runs it)")
+	}
 	if !v.next.IsZero() {
 		row("next occurrence", rfc3339(v.next))
 	}
@@ -139,5 +148,9 @@ func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
 	if !v.missed.IsZero() {
 		t := v.missed.UTC()
 		s.MissedOccurrence = &t
+	}
+	if !v.due.IsZero() {
+		t := v.due.UTC()
+		s.DueOccurrence = &t
 	}
 }

@@ -38,14 +38,26 @@ func TestViewSchedule(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 16, 0, 0, time.UTC)
 	p := &lease.Properties{Schedule: "*/5 * * * *", Occurrence: time.Date(2026, 3, 10, 12, 15, 0, 0, time.UTC)}
 	v, ok := viewSchedule(p, now)
-	if !ok || !v.missed.IsZero() || !v.next.Equal(time.Date(2026, 3, 10, 12, 20, 0, 0, time.UTC)) {
+	if !ok || !v.missed.IsZero() || !v.due.IsZero() || !v.next.Equal(time.Date(2026, 3, 10, 12, 20, 0, 0, time.UTC)) {
 		t.Errorf("on time: %+v", v)
 	}
 	// 12:05 started; 12:10 never did, and 12:15 is due too.
 	p.Occurrence = time.Date(2026, 3, 10, 12, 5, 0, 0, time.UTC)
-	if v, _ := viewSchedule(p, now); !v.missed.Equal(time.Date(2026, 3, 10, 12, 10, 0, 0, time.UTC)) {
+	if v, _ := viewSchedule(p, now); !v.missed.Equal(time.Date(2026, 3, 10, 12, 10, 0, 0, time.UTC)) ||
+		!v.due.Equal(time.Date(2026, 3, 10, 12, 15, 0, 0, time.UTC)) {
 		t.Errorf("missed: %+v", v)
 	}
+	// 12:10 started; 12:15 is due and not started yet: not missed.
+	p.Occurrence = time.Date(2026, 3, 10, 12, 10, 0, 0, time.UTC)
+	if v, _ := viewSchedule(p, now); !v.missed.IsZero() || !v.due.Equal(time.Date(2026, 3, 10, 12, 15, 0, 0, time.UTC)) {
+		t.Errorf("due: %+v", v)
+	}
+	// Due before the lease blob was made: nothing is due.
+	p.Created = time.Date(2026, 3, 10, 12, 15, 30, 0, time.UTC)
+	if v, _ := viewSchedule(p, now); !v.due.IsZero() {
+		t.Errorf("due before the blob: %+v", v)
+	}
+	p.Created, p.Occurrence = time.Time{}, time.Date(2026, 3, 10, 12, 5, 0, 0, time.UTC)
 	vv, _ := viewSchedule(p, now)
 	if res := decideCheck(checkInput{Now: now, MaxAge: time.Hour, Schedule: &vv}); res.State != stateCritical || !strings.Contains(res.Line, "never started") {
 		t.Errorf("check: %v %q", res.State, res.Line)

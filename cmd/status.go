@@ -65,6 +65,7 @@ type statusJSON struct {
 	LastOccurrence   *time.Time `json:"lastOccurrence,omitempty"`
 	NextOccurrence   *time.Time `json:"nextOccurrence,omitempty"`
 	MissedOccurrence *time.Time `json:"missedOccurrence,omitempty"`
+	DueOccurrence    *time.Time `json:"dueOccurrence,omitempty"`
 }
 
 type lastRunJSON struct {
