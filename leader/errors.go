@@ -1,5 +1,7 @@
 package leader
 
+// Lease errors as exit statuses, each with the one line that says why.
+
 import (
 	"context"
 	"errors"

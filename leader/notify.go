@@ -1,5 +1,7 @@
 package leader
 
+// systemd: READY, STATUS lines and the watchdog, for a run under a unit.
+
 import (
 	"os"
 	"strings"

@@ -1,5 +1,8 @@
 package leader
 
+// A run: its options, and Run, which looks COMMAND up, waits for the
+// lease, holds it while COMMAND runs and releases it.
+
 import (
 	"context"
 	"os"
