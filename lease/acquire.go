@@ -22,6 +22,7 @@ const DefaultStorageTimeout = time.Minute
 // attempt is the state of one Acquire call.
 type attempt struct {
 	e        *Elector
+	b        *Blob // the blob acquired: the lease's, or one of its slots
 	w        WaitOptions
 	deadline time.Time // zero: no timeout
 	// leaseID is proposed at every try of this Acquire call: re-acquiring
@@ -170,7 +171,7 @@ func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 // a poll interval while the lease is held); an error to give up with.
 func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 	rctx, cancel := a.requestCtx(ctx)
-	p, err := a.e.c.getProperties(rctx)
+	p, err := a.b.getProperties(rctx)
 	cancel()
 	if err != nil {
 		return nil, a.failed(ctx, err)
@@ -220,14 +221,14 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 // (unsure): the write may have landed unanswered, and the next try
 // re-acquires with the same lease ID and finds its own nonce (claim.go).
 func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
-	c, cfg := a.e.c, a.e.cfg
+	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
 		if a.holderMayRun() {
 			return nil, errGoneNow
 		}
 		rctx, cancel := a.requestCtx(ctx)
-		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
+		cerr := b.ensureBlob(rctx, se.kind == kindContainerMissing)
 		cancel()
 		if cerr != nil {
 			return nil, cerr
@@ -266,7 +267,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		}
 	}
 	defer pr.abandon()
-	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
+	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
 		if se := asStorageError(err); se == nil || !se.Transient() || !l.stopAt().After(time.Now()) {
 			a.releaseQuietly(ctx)
@@ -274,7 +275,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		return nil, err
 	}
 	a.unsure = false
-	a.e.log.Debug("acquired lease", "url", c.url, "term", l.Term, "identity", cfg.Identity)
+	a.e.log.Debug("acquired lease", "url", b.url, "term", l.Term, "identity", cfg.Identity)
 	return l, nil
 }
 
@@ -283,7 +284,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := a.e.c.release(rctx, a.leaseID)
+	_, err := a.b.api.releaseLease(rctx, a.leaseID)
 	if se := asStorageError(err); se == nil || se.leaseGone() {
 		a.unsure = false
 		return
@@ -307,7 +308,7 @@ func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err 
 		a.w.OnTry()
 	}
 	sent = time.Now()
-	ans, err = a.e.c.acquire(rctx, a.leaseID, a.e.cfg.Duration)
+	ans, err = a.b.api.acquireLease(rctx, a.leaseID, int(a.e.cfg.Duration/time.Second))
 	return sent, ans, err
 }
 

@@ -33,7 +33,7 @@ import (
 // the later of the read's Date and the acquire's: a reused poll read may be
 // older than the acquire, and must not date the run.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
-	c, cfg := a.e.c, a.e.cfg
+	b, cfg := a.b, a.e.cfg
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
 	p, ifMatch := reused, ""
@@ -43,7 +43,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	for {
 		if p == nil {
 			var err error
-			if p, err = c.getProperties(rctx); err != nil {
+			if p, err = b.getProperties(rctx); err != nil {
 				return err
 			}
 			if !p.Exists {
@@ -90,7 +90,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
 			AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
 			Schedule: a.w.Schedule, Occurrence: occ}, now)
-		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
+		ans, err := b.api.setMetadata(rctx, l.ID, ifMatch, md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
 			a.e.log.Debug("the blob changed since it was read: reading it again")
@@ -115,7 +115,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		l.Occurrence = occ
 		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
 		l.sawDate(now)
-		l.sawDate(date)
+		l.sawDate(ans.Date)
 		return nil
 	}
 }
@@ -175,7 +175,7 @@ func (a *attempt) startRead(ctx context.Context) *pendingRead {
 	r := &pendingRead{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
 	go func() {
 		defer close(r.done)
-		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
+		r.p, _ = a.b.getProperties(rctx) // a failed read is simply not used
 	}()
 	return r
 }

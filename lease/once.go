@@ -46,10 +46,10 @@ func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 // is written to it.
 func (a *attempt) pollCheck(p *Properties) error {
 	if p.Directory {
-		return directoryError(a.e.c.blobName)
+		return directoryError(a.b.name)
 	}
 	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
-		return slotsErr(leaseName(a.e.c.blobName), a.e.cfg.Slots, r)
+		return slotsErr(leaseName(a.b.name), a.e.cfg.Slots, r)
 	}
 	if a.w.Once {
 		if s := LastSuccess(p.Metadata); s != nil {
@@ -63,9 +63,9 @@ func (a *attempt) pollCheck(p *Properties) error {
 // an earlier release (legacyDoneBlob) is read too, only when the current
 // one is absent: a host that finished before an upgrade stays done.
 func (a *attempt) hostDone(ctx context.Context) (bool, error) {
-	name := leaseName(a.e.c.blobName)
+	name := leaseName(a.b.name)
 	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
-		m, err := a.e.c.Sibling(blob)
+		m, err := a.b.c.Blob(blob)
 		if err != nil {
 			return false, err
 		}
@@ -131,21 +131,18 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 // before Release, so that the marker exists before anyone else can take
 // the slot. Transient failures are retried for up to requestTimeout.
 func (l *Lease) MarkDone(ctx context.Context, host string) error {
-	m, err := l.c.Sibling(DoneBlob(l.Name, host))
+	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
 	if err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	return retryTransient(rctx, func() error {
-		if _, err := m.api.createBlob(rctx); err != nil {
-			se := m.mapError("create done marker", err)
-			if se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed {
-				return nil
-			}
-			return se
+		_, err := m.api.createBlob(rctx)
+		if se := asStorageError(err); se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
+			return nil
 		}
-		return nil
+		return renamed(err, "create done marker")
 	})
 }
 

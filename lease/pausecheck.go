@@ -33,8 +33,8 @@ var errPausedNow = errors.New("lease: paused")
 // it records, nil if there is no marker, and the service's Date of the
 // answer, by which Pause.Active tells whether it is still in force.
 // Failures are *StorageError; a done ctx returns ctx.Err().
-func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
-	m, err := c.pauseMarker()
+func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -55,8 +55,8 @@ func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 // Transient failures are retried within requestTimeout: the write replaces
 // the whole marker, so sending it again after an answer that was lost
 // writes the same pause.
-func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
-	m, err := c.pauseMarker()
+func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -76,35 +76,32 @@ func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		se := m.mapError("write pause marker", err)
-		if se.kind != kindContainerMissing {
-			return se
+		if se := asStorageError(err); se == nil || se.kind != kindContainerMissing {
+			return renamed(err, "write pause marker")
 		}
 		// Create the container only: an empty marker blob would be an
 		// open-ended pause if the write then failed.
 		if _, err := m.api.createContainer(rctx); err != nil {
-			if se := m.mapError("create container", err); se.kind != kindExists {
-				return se
+			if se := asStorageError(err); se == nil || se.kind != kindExists {
+				return err
 			}
 		}
-		if ans, err = m.api.putBlob(rctx, md); err != nil {
-			return m.mapError("write pause marker", err)
-		}
+		ans, err = m.api.putBlob(rctx, md)
 		date = ans.Date
-		return nil
+		return renamed(err, "write pause marker")
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	c.log.Debug("pause marker written", "url", m.url)
+	b.c.log.Debug("pause marker written", "url", m.url)
 	return date, nil
 }
 
 // DeletePause deletes the lease's pause marker; existed is false when there
 // was none. Transient failures are retried within requestTimeout; a marker
 // found gone after a try whose answer was lost was deleted by that try.
-func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
-	m, err := c.pauseMarker()
+func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return false, err
 	}
@@ -120,8 +117,10 @@ func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		se := m.mapError("delete pause marker", err)
+		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {
+		case se == nil:
+			return err
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
 			existed = unanswered
 			return nil
@@ -133,11 +132,11 @@ func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 	return existed, err
 }
 
-func (c *Client) pauseMarker() (*Client, error) {
-	if c.marker == nil {
+func (b *Blob) pauseMarker() (*Blob, error) {
+	if b.marker == nil {
 		return nil, configErr("lease name", "this client has no lease, so no pause marker")
 	}
-	return c.marker, nil
+	return b.marker, nil
 }
 
 // pauseText is how a contender says why it does not acquire: it begins
@@ -165,14 +164,14 @@ type pauseRead struct {
 // bounded like any request of the attempt; nil when the client has no
 // marker (unit tests' fakes).
 func (a *attempt) startPauseRead(ctx context.Context) *pauseRead {
-	if a.e.c.marker == nil {
+	if a.b.marker == nil {
 		return nil
 	}
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
 	r := &pauseRead{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(r.done)
-		r.reason, r.err = a.e.c.marker.pauseReason(rctx)
+		r.reason, r.err = a.b.marker.pauseReason(rctx)
 	}()
 	return r
 }
@@ -206,10 +205,10 @@ func (r *pauseRead) abandon() {
 	<-r.done
 }
 
-// pauseReason reads the marker with ctx's deadline only (c is the
-// marker's client): pauseText if paused now by the read's Date, "" if not.
-func (c *Client) pauseReason(ctx context.Context) (string, error) {
-	props, err := c.getProperties(ctx)
+// pauseReason reads the marker with ctx's deadline only (m is the
+// marker): pauseText if paused now by the read's Date, "" if not.
+func (m *Blob) pauseReason(ctx context.Context) (string, error) {
+	props, err := m.getProperties(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -103,7 +103,7 @@ func (v *View) heldByHost(host string, mine int) bool {
 // runSlots is run for a lease of several slots: a listing per poll, an
 // acquire of a free slot when there is one.
 func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
-	name, n := a.e.c.blobName, a.e.cfg.Slots
+	name, n := a.b.name, a.e.cfg.Slots
 	for {
 		v, err := a.listSlots(ctx)
 		if err != nil {
@@ -152,7 +152,7 @@ func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
 // the backoff is over.
 func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
-	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
+	listed, date, err := a.b.c.List(rctx, a.b.name)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -164,7 +164,7 @@ func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
-	return viewOf(a.e.c.blobName, listed, date, nil), nil
+	return viewOf(a.b.name, listed, date, nil), nil
 }
 
 // trySlots sends an acquire to each free slot in turn until one is
@@ -181,7 +181,7 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 		l, err := s.try(ctx, readDone(v.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
-			l.Name, l.Slot = a.e.c.blobName, i
+			l.Name, l.Slot = a.b.name, i
 			err = a.slotDoneAfter(ctx, l)
 			if err == nil {
 				return l, nil
@@ -213,15 +213,14 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 // slotAttempt is an attempt on slot i's blob, sharing this one's lease ID
 // and deadline.
 func (a *attempt) slotAttempt(i int) (*attempt, error) {
-	c := a.e.c
+	b := a.b
 	if i > 0 {
 		var err error
-		if c, err = c.Sibling(SlotBlob(a.e.c.blobName, i)); err != nil {
+		if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
 			return nil, err
 		}
 	}
-	e := &Elector{c: c, cfg: a.e.cfg, log: a.e.log}
-	return &attempt{e: e, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
+	return &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
 }
 
 // slotDoneAfter is --once-per-host's check once slot l.Slot is held: a
@@ -242,11 +241,11 @@ func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
 	)
 	if err == nil && !done {
 		rctx, cancel := a.requestCtx(ctx)
-		listed, date, err = a.e.c.List(rctx, a.e.c.blobName)
+		listed, date, err = a.b.c.List(rctx, a.b.name)
 		cancel()
 	}
 	var why error
-	switch v := viewOf(a.e.c.blobName, listed, date, nil); {
+	switch v := viewOf(a.b.name, listed, date, nil); {
 	case err != nil:
 		why = err
 	case done:
