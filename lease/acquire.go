@@ -91,7 +91,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		// An optimistic acquire goes alone (its reads follow if it
 		// succeeds, see try); a follower's acquire comes with the poll read
 		// that found the lease free, after a read of the marker.
-		var pr *pendingRead
+		var pr *inflight[*Properties]
 		if read {
 			paused, retry, err := a.checkPause(ctx)
 			switch {
@@ -105,7 +105,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				}
 				continue
 			}
-			pr = readDone(free)
+			pr = answered(free)
 		}
 		l, err := a.try(ctx, pr)
 		read = true
@@ -220,7 +220,7 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 // A claim that failed for a reason that may be transient keeps the lease
 // (unsure): the write may have landed unanswered, and the next try
 // re-acquires with the same lease ID and finds its own nonce (claim.go).
-func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
+func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
@@ -256,7 +256,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	a.unsure = true
 	rtt := time.Since(sent)
 	if pr == nil {
-		pr = a.startRead(ctx)
+		pr = sendAlong(ctx, a, a.b.getProperties)
 		pause := a.startPauseRead(ctx)
 		err := a.pausedAfterAcquire(pause)
 		pause.abandon()

@@ -148,57 +148,57 @@ const minReadGrace = 100 * time.Millisecond
 // answered, ans: same ETag. A read still in flight is waited for twice as
 // long as the acquire took (rtt), at least minReadGrace, from when it was
 // sent; then it is left for a read of the claim's own. nil: not reusable.
-func reusable(pr *pendingRead, ans answer, rtt time.Duration) *Properties {
+func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() {
 		return nil
 	}
-	p := pr.waitFor(time.Until(pr.sent.Add(max(2*rtt, minReadGrace))))
+	if !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
+		return nil
+	}
+	p := pr.v // nil if the read failed: a failed read is simply not used
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}
 	return p
 }
 
-// pendingRead is a Get Blob Properties sent alongside an acquire, or a
-// read already made.
-type pendingRead struct {
-	done   chan struct{} // closed when p is set
-	p      *Properties   // nil if the read failed
-	sent   time.Time     // when the read was sent (zero: made before)
+// inflight is a request sent alongside an acquire, on its own goroutine
+// (the blob's read that the claim may reuse, the pause marker's read),
+// whose answer is waited for later or abandoned; or an answer had before
+// (answered), which the same code then uses.
+type inflight[T any] struct {
+	done   chan struct{} // closed once v and err are set
+	v      T
+	err    error
+	sent   time.Time // when the request was sent; zero: answered before
 	cancel context.CancelFunc
 }
 
-// startRead sends a read on its own goroutine, bounded like any request of
+// sendAlong sends req on its own goroutine, bounded like any request of
 // the attempt.
-func (a *attempt) startRead(ctx context.Context) *pendingRead {
+func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pendingRead{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
 	go func() {
 		defer close(r.done)
-		r.p, _ = a.b.getProperties(rctx) // a failed read is simply not used
+		r.v, r.err = req(rctx)
 	}()
 	return r
 }
 
-// readDone wraps a read already made (nil: none).
-func readDone(p *Properties) *pendingRead {
-	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
+// answered is an answer had before, as if it had just come.
+func answered[T any](v T) *inflight[T] {
+	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// waitFor returns the read once it has answered (nil if it failed), or nil
-// after d.
-func (r *pendingRead) waitFor(d time.Duration) *Properties {
-	if waitFor(r.done, d) {
-		return r.p
+// abandon cancels the request if it is still in flight and waits for its
+// goroutine to end. Safe on nil and more than once.
+func (r *inflight[T]) abandon() {
+	if r == nil {
+		return
 	}
-	return nil
-}
-
-// abandon cancels the read if it is still in flight and waits for its
-// goroutine to end. Safe more than once.
-func (r *pendingRead) abandon() {
 	r.cancel()
 	<-r.done
 }

@@ -152,35 +152,20 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// pauseRead is a read of the pause marker sent alongside an acquire.
-type pauseRead struct {
-	done   chan struct{}
-	reason string // pauseText if the lease is paused at the read's Date; "" if not
-	err    error
-	cancel context.CancelFunc
-}
-
-// startPauseRead sends a read of the pause marker on its own goroutine,
-// bounded like any request of the attempt; nil when the client has no
-// marker (unit tests' fakes).
-func (a *attempt) startPauseRead(ctx context.Context) *pauseRead {
+// startPauseRead sends a read of the pause marker alongside the acquire;
+// nil when the blob has no marker (unit tests' fakes).
+func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
 	if a.b.marker == nil {
 		return nil
 	}
-	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pauseRead{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(r.done)
-		r.reason, r.err = a.b.marker.pauseReason(rctx)
-	}()
-	return r
+	return sendAlong(ctx, a, a.b.marker.pauseReason)
 }
 
-// wait returns the read's answer once it has come: the pause's text ("" if
-// not paused) or a failure (*StorageError or a context error). Credentials
-// that may not read the marker (401, 403) read as not paused, with one
-// warning per Acquire.
-func (r *pauseRead) wait(a *attempt) (string, error) {
+// pauseAnswer waits for the marker's read r and returns its answer: the
+// pause's text ("" if not paused) or a failure (*StorageError or a context
+// error). Credentials that may not read the marker (401, 403) read as not
+// paused, with one warning per Acquire.
+func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 	if r == nil {
 		return "", nil
 	}
@@ -192,17 +177,7 @@ func (r *pauseRead) wait(a *attempt) (string, error) {
 		}
 		return "", nil
 	}
-	return r.reason, r.err
-}
-
-// abandon cancels the read if it is still in flight and waits for its
-// goroutine. Safe on nil and more than once.
-func (r *pauseRead) abandon() {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
+	return r.v, r.err
 }
 
 // pauseReason reads the marker with ctx's deadline only (m is the
@@ -229,7 +204,7 @@ func (a *attempt) checkPause(ctx context.Context) (paused, retry bool, err error
 	r := a.startPauseRead(ctx)
 	defer r.abandon()
 	a.reqStart = time.Now()
-	reason, err := r.wait(a)
+	reason, err := a.pauseAnswer(r)
 	if err != nil {
 		if err := a.failed(ctx, err); err != nil {
 			return false, false, err
@@ -254,8 +229,8 @@ func (a *attempt) paused(reason string) bool {
 // succeeded: the marker read sent with it must say "not paused" before the
 // term is claimed. errPausedNow when paused; a failed read is that
 // failure (the caller releases the lease either way).
-func (a *attempt) pausedAfterAcquire(r *pauseRead) error {
-	reason, err := r.wait(a)
+func (a *attempt) pausedAfterAcquire(r *inflight[string]) error {
+	reason, err := a.pauseAnswer(r)
 	if err != nil {
 		return err
 	}

@@ -178,7 +178,7 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 			return nil, err
 		}
 		// The pause was read with the listing, a round trip ago.
-		l, err := s.try(ctx, readDone(v.Slot(i).Props))
+		l, err := s.try(ctx, answered(v.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.b.name, i
