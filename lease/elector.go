@@ -158,13 +158,7 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if err := a.doneBefore(ctx); err != nil {
 		return nil, err // once.go: --once-per-host, this host is done
 	}
-	if e.cfg.Slots > 1 {
-		return a.runSlots(ctx) // slots.go
-	}
 	l, err := a.run(ctx)
-	if err == nil {
-		err = a.doneAfter(ctx, l)
-	}
 	if err != nil {
 		a.cleanup(ctx)
 		return nil, err

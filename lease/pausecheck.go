@@ -1,6 +1,6 @@
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause, see names.go and pause.go), and the contender's check
-// before each acquire (see attempt.run in acquire.go).
+// before each acquire (see attempt.acquireOne in acquire.go).
 //
 // Cost: a contender reads the marker once per acquire attempt, never per
 // poll of a held lease. The optimistic first acquire sends the read together

@@ -1,7 +1,7 @@
 // slots.go: a lease of N > 1 slots (Config.Slots). Slot I is its own lease
 // blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
-// term and its own run record; this file is how a contender gets one: one
-// listing of the prefix NAME per poll (every slot's lease state and
+// term and its own run record; this file is how a contender gets one, in
+// the poll loop of acquire.go: one listing of the prefix NAME per poll (every slot's lease state and
 // metadata, and the pause marker, in one request), the free slots tried in
 // random order, and no write while every slot is held. This host's done
 // marker lives apart (names.go): it is read before the first listing and
@@ -100,52 +100,43 @@ func (v *View) heldByHost(host string, mine int) bool {
 	return false
 }
 
-// runSlots is run for a lease of several slots: a listing per poll, an
-// acquire of a free slot when there is one.
-func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
+// readSlots is the read step of a lease of several slots: one listing,
+// and what it says before any write (another slot count recorded, this
+// host done, every slot's once-per window spent). Free slots go to
+// acquireSlot, unless another slot is held by this host (--once-per-host:
+// wait for its run, which may write the done marker, rather than claim a
+// slot only to give it back), Hold or a pause.
+func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	name, n := a.b.name, a.e.cfg.Slots
-	for {
-		v, err := a.listSlots(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			continue // failed; the backoff is over
-		}
-		if r := v.recordedOther(n); r != 0 {
-			return nil, slotsErr(name, n, r)
-		}
-		if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
-			return nil, a.doneSkip()
-		}
-		free, skip := v.freeSlots(n, a.w.OncePer)
-		if skip != nil {
-			return nil, skip
-		}
-		// Another slot held by this host (--once-per-host): wait for its
-		// run, which may write the done marker, rather than claim a slot
-		// only to give it back.
-		sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
-		if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
-			l, err := a.trySlots(ctx, v, free)
-			if l != nil || err != nil {
-				return l, err
-			}
-		}
-		held := v.holder()
-		if held != nil {
-			a.seen = held
-		}
-		if a.w.NoWait || a.expired() {
-			return nil, a.heldError(a.seen)
-		}
-		if held != nil {
-			a.notify(held)
-		}
-		if err := a.pollWait(ctx); err != nil {
-			return nil, err
-		}
+	v, err := a.listSlots(ctx)
+	if err != nil || v == nil {
+		return poll{}, stepRead, err // nil, nil: failed; the backoff is over
 	}
+	if r := v.recordedOther(n); r != 0 {
+		return poll{}, stepRead, slotsErr(name, n, r)
+	}
+	if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
+		return poll{}, stepRead, a.doneSkip()
+	}
+	free, skip := v.freeSlots(n, a.w.OncePer)
+	if skip != nil {
+		return poll{}, stepRead, skip
+	}
+	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
+	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
+		return poll{view: v, slots: free}, stepFree, nil
+	}
+	return poll{}, stepRead, a.heldWait(ctx, v.holder())
+}
+
+// acquireSlot is the acquire step of a lease of several slots: the free
+// slots of the listing in turn, then, if none was claimed, a poll interval.
+func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
+	l, err := a.trySlots(ctx, last.view, last.slots)
+	if l != nil || err != nil {
+		return l, stepRead, err
+	}
+	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
 
 // listSlots is one listing of the lease's blobs. nil, nil: it failed and
