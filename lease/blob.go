@@ -25,9 +25,6 @@ type Blob struct {
 // URL is the blob's URL, without any query string, SAS or credential.
 func (b *Blob) URL() string { return b.url }
 
-// Name is the blob name (the lease name, for a lease blob).
-func (b *Blob) Name() string { return b.name }
-
 // Container is the container of the blob.
 func (b *Blob) Container() *Container { return b.c }
 

@@ -151,12 +151,6 @@ func (c *Container) Blob(name string) (*Blob, error) {
 	return b, nil
 }
 
-// Name is the container name.
-func (c *Container) Name() string { return c.name }
-
-// URL is the container's URL, without any query string, SAS or credential.
-func (c *Container) URL() string { return c.url }
-
 // BlobURL is the URL of a blob of the container, without any query
 // string, SAS or credential.
 func (c *Container) BlobURL(blob string) string { return c.url + "/" + escapeBlobName(blob) }

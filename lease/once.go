@@ -105,24 +105,48 @@ func (a *attempt) doneBefore(ctx context.Context) error {
 	return nil
 }
 
-// doneAfter is the check again once l is held, so that a contender of the
-// same host that waited while this host's run succeeded does not run again
-// (the marker is written before the release). A skip releases l.
+// doneAfter is --once-per-host's check again once l is held, so that a
+// contender of the same host that waited while this host's run succeeded
+// does not run again (the marker is written before the release): a read of
+// the done marker, which skips. With several slots one listing follows:
+// another slot held by this host (a second leaderrun of the same host)
+// sends this one back to waiting (errHeldNow); two of the same host that
+// acquire at the same moment each list after their own claim, so at least
+// one of them sees the other. Any outcome but going on releases l.
 func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if a.w.OncePerHost == "" {
 		return nil
 	}
 	done, err := a.hostDone(ctx)
-	if err == nil && !done {
+	if err == nil && done {
+		err = a.doneSkip()
+	}
+	if err == nil && a.e.cfg.Slots > 1 {
+		err = a.otherSlotOfHost(ctx, l.Slot)
+	}
+	if err == nil {
 		return nil
 	}
 	if rerr := l.ReleaseUnused(ctx); rerr != nil {
 		a.e.log.Debug("release after the done check failed", "error", rerr)
 	}
+	return err
+}
+
+// otherSlotOfHost lists the lease's slots: errHeldNow if one other than
+// mine is held by this host.
+func (a *attempt) otherSlotOfHost(ctx context.Context, mine int) error {
+	rctx, cancel := a.requestCtx(ctx)
+	listed, date, err := a.b.c.List(rctx, a.b.name)
+	cancel()
 	if err != nil {
 		return err
 	}
-	return a.doneSkip()
+	if viewOf(a.b.name, listed, date, nil).heldByHost(a.w.OncePerHost, mine) {
+		a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
+		return errHeldNow
+	}
+	return nil
 }
 
 // MarkDone records that host completed a run with status 0 under the

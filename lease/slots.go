@@ -173,7 +173,7 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.b.name, i
-			err = a.slotDoneAfter(ctx, l)
+			err = a.doneAfter(ctx, l) // once.go
 			if err == nil {
 				return l, nil
 			}
@@ -212,43 +212,4 @@ func (a *attempt) slotAttempt(i int) (*attempt, error) {
 		}
 	}
 	return &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
-}
-
-// slotDoneAfter is --once-per-host's check once slot l.Slot is held: a
-// read of this host's done marker, then one listing. The marker skips; another slot held by this host
-// (a second leaderrun of the same host) sends this one back to waiting
-// (errHeldNow). Two of the same host that acquire at the same moment each
-// list after their own claim, so at least one of them sees the other. Any
-// outcome but going on releases l.
-func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
-	host := a.w.OncePerHost
-	if host == "" {
-		return nil
-	}
-	done, err := a.hostDone(ctx)
-	var (
-		listed []Listed
-		date   time.Time
-	)
-	if err == nil && !done {
-		rctx, cancel := a.requestCtx(ctx)
-		listed, date, err = a.b.c.List(rctx, a.b.name)
-		cancel()
-	}
-	var why error
-	switch v := viewOf(a.b.name, listed, date, nil); {
-	case err != nil:
-		why = err
-	case done:
-		why = a.doneSkip()
-	case v.heldByHost(host, l.Slot):
-		a.e.log.Debug("another slot is held by this host: waiting", "host", host)
-		why = errHeldNow
-	default:
-		return nil
-	}
-	if rerr := l.ReleaseUnused(ctx); rerr != nil {
-		a.e.log.Debug("release after the done check failed", "error", rerr)
-	}
-	return why
 }
