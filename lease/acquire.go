@@ -166,12 +166,10 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
-	case errors.Is(err, errPausedNow):
-		// The optimistic acquire found the lease paused and gave it
-		// back unclaimed: from now on, poll.
-		a.succeeded()
-		return false, a.giveUpOrWait(ctx, a.seen)
-	case errors.Is(err, errGoneNow):
+	case errors.Is(err, errPausedNow), errors.Is(err, errGoneNow):
+		// The optimistic acquire found the lease paused and gave it back
+		// unclaimed, or an acquire found the blob gone under a holder not
+		// waited out yet: from now on, poll.
 		a.succeeded()
 		return false, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:

@@ -81,6 +81,8 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
 }
 
+// newSDKContainer is the SDK's client of c, made for the container's own
+// requests and for Create Container on behalf of each of its blobs.
 func newSDKContainer(c *Container) (*container.Client, error) {
 	co := &container.ClientOptions{ClientOptions: c.opts}
 	switch auth := c.cred; {

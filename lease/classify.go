@@ -168,7 +168,7 @@ var (
 const maxCauseLen = 400
 
 // sanitize renders err without secrets: URLs lose their query string, SAS
-// signatures and the client's own secrets are redacted, and whitespace is
+// signatures and the credentials' own secrets are redacted, and whitespace is
 // folded so that the text fits on one line.
 func (c *Container) sanitize(err error) string {
 	s := err.Error()
