@@ -80,7 +80,7 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 // frees it when the holder's current period ends and the holder stops its
 // command before anyone can acquire. `break` (each slot) and `pause
 // --drain` share it; name is how the log names the lease.
-func breakHolder(rctx context.Context, a *app, client *lease.Client, p *lease.Properties, name string, now bool) error {
+func breakHolder(rctx context.Context, a *app, client *lease.Blob, p *lease.Properties, name string, now bool) error {
 	if !p.State.Held() {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
 		return nil

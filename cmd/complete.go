@@ -45,7 +45,7 @@ func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]str
 	o.container, _ = fs.GetString("container")
 	o.account, _ = fs.GetString("account")
 	o.endpoint, _ = fs.GetString("endpoint")
-	client, err := lease.NewContainerClient(o.clientConfig("", hclog.NewNullLogger()))
+	client, err := lease.NewContainer(o.clientConfig("", hclog.NewNullLogger()))
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

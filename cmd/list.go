@@ -65,7 +65,7 @@ func checkOutput(output string) error {
 func runList(ctx context.Context, a *app, o *listOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	client, err := lease.NewContainerClient(o.loc.clientConfig("", a.log))
+	client, err := lease.NewContainer(o.loc.clientConfig("", a.log))
 	if err != nil {
 		return leader.StorageExit(err)
 	}

@@ -53,10 +53,10 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 	return nil
 }
 
-// client builds the storage client; a configuration it cannot accept is a
-// usage error (64).
-func (o *locationOptions) client(log hclog.Logger) (*lease.Client, error) {
-	c, err := lease.NewClient(o.clientConfig(o.lease, log))
+// client addresses the lease blob (lease.NewLeaseBlob); a configuration it
+// cannot accept is a usage error (64).
+func (o *locationOptions) client(log hclog.Logger) (*lease.Blob, error) {
+	c, err := lease.NewLeaseBlob(o.clientConfig(o.lease, log))
 	if err != nil {
 		return nil, leader.StorageExit(err)
 	}

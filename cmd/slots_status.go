@@ -19,7 +19,7 @@ import (
 
 // view reads the lease (lease.View: one listing of its slots and markers).
 // Storage that cannot be read is exit 69.
-func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Client, *lease.View, error) {
+func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Blob, *lease.View, error) {
 	client, err := o.client(log)
 	if err != nil {
 		return nil, nil, err
@@ -64,13 +64,13 @@ func joinHosts(hosts []string) string {
 
 // breakSlots is break for a lease of several slots without --slot: every
 // held slot, each as break breaks one lease.
-func breakSlots(ctx context.Context, a *app, o *breakOptions, client *lease.Client, v *lease.View) error {
+func breakSlots(ctx context.Context, a *app, o *breakOptions, client *lease.Blob, v *lease.View) error {
 	any := false
 	for _, s := range v.Slots {
 		if !s.Props.State.Held() {
 			continue
 		}
-		c, err := client.Sibling(lease.SlotBlob(o.loc.lease, s.Index))
+		c, err := client.Container().Blob(lease.SlotBlob(o.loc.lease, s.Index))
 		if err != nil {
 			return leader.StorageExit(err)
 		}
@@ -92,7 +92,7 @@ func breakSlot(ctx context.Context, a *app, o *breakOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.Sibling(lease.SlotBlob(o.loc.lease, o.slot))
+	c, err := client.Container().Blob(lease.SlotBlob(o.loc.lease, o.slot))
 	if err != nil {
 		return leader.StorageExit(err)
 	}

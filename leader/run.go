@@ -23,7 +23,7 @@ import (
 // lease is and how it is held, COMMAND and how it is stopped, when to skip,
 // and whom to tell.
 type Options struct {
-	Client *lease.Client // the lease blob (NAME, slot 0)
+	Client *lease.Blob // the lease blob (NAME, slot 0)
 	// Lease is the lease's configuration: duration, renewal, polling,
 	// identity, slots. Its Logger is the run's.
 	Lease lease.Config

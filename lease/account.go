@@ -22,7 +22,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
 // The service's error codes for the account's settings. bloberror (azblob
@@ -76,17 +75,17 @@ func settingOf(re *azcore.ResponseError) setting {
 
 // accountHint is the cause and the fix of a refusal that comes from the
 // setting s; "" for none.
-func (c *Client) accountHint(s setting, re *azcore.ResponseError) string {
+func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 	switch s {
 	case settingKeyAuthOff:
 		return "shared-key access is disabled on this storage account (AllowSharedKeyAccess=false), which refuses its keys " +
 			"and the SAS tokens they sign: use Microsoft Entra ID (unset AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY " +
 			"and AZURE_STORAGE_SAS_TOKEN, and grant this host's identity the 'Storage Blob Data Contributor' role on container " +
-			c.container + ") or a user delegation SAS"
+			c.name + ") or a user delegation SAS"
 	case settingLegalHold:
-		return "container " + c.container + " has a legal hold: " + immutableCause + "; " + immutableFix
+		return "container " + c.name + " has a legal hold: " + immutableCause + "; " + immutableFix
 	case settingImmutability:
-		return "container " + c.container + " has an immutability policy: " + immutableCause + "; " + immutableFix
+		return "container " + c.name + " has an immutability policy: " + immutableCause + "; " + immutableFix
 	case settingVersion:
 		v := "the API version this leaderrun sends"
 		if sent, _ := versionRefused(re); sent != "" {
@@ -147,34 +146,10 @@ type containerInfo struct {
 	ImmutabilityPolicy, LegalHold bool
 }
 
-// accountAPI is the storage edge for what the account and the container
-// say about themselves. azBlob sends these requests; they need no blob.
-type accountAPI interface {
-	accountInfo(ctx context.Context) (accountInfo, error)
-	containerInfo(ctx context.Context) (containerInfo, error)
-}
-
-// containerReader is the part of the SDK's container client that reads
-// the account's and the container's properties.
-type containerReader interface {
-	GetAccountInfo(ctx context.Context, o *container.GetAccountInfoOptions) (container.GetAccountInfoResponse, error)
-	GetProperties(ctx context.Context, o *container.GetPropertiesOptions) (container.GetPropertiesResponse, error)
-}
-
-var (
-	_ containerReader = (*container.Client)(nil)
-	_ accountAPI      = (*azBlob)(nil)
-)
-
-func (a *azBlob) reader() containerReader {
-	r, _ := a.container.(containerReader)
-	return r
-}
-
-func (a *azBlob) accountInfo(ctx context.Context) (accountInfo, error) {
-	r, err := a.reader().GetAccountInfo(ctx, nil)
+func (a *azContainer) accountInfo(ctx context.Context) (accountInfo, error) {
+	r, err := a.container.GetAccountInfo(ctx, nil)
 	if err != nil {
-		return accountInfo{}, err
+		return accountInfo{}, a.c.fail("get account information", err)
 	}
 	var ai accountInfo
 	if r.AccountKind != nil {
@@ -187,10 +162,10 @@ func (a *azBlob) accountInfo(ctx context.Context) (accountInfo, error) {
 	return ai, nil
 }
 
-func (a *azBlob) containerInfo(ctx context.Context) (containerInfo, error) {
-	r, err := a.reader().GetProperties(ctx, nil)
+func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) {
+	r, err := a.container.GetProperties(ctx, nil)
 	if err != nil {
-		return containerInfo{}, err
+		return containerInfo{}, a.c.fail("get container properties", err)
 	}
 	return containerInfo{
 		ImmutabilityPolicy: r.HasImmutabilityPolicy != nil && *r.HasImmutabilityPolicy,

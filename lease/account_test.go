@@ -64,7 +64,7 @@ func TestAccountSettingRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Client{auth: tt.auth, container: "c"}
+			c := &Container{auth: tt.auth, name: "c"}
 			se := c.mapError("op", tt.err)
 			if se.setting != tt.setting || se.kind != tt.kind {
 				t.Errorf("setting %d kind %d, want %d and %d", se.setting, se.kind, tt.setting, tt.kind)
@@ -86,20 +86,23 @@ func TestAccountSettingRefusals(t *testing.T) {
 }
 
 // fakeLister answers a listing with blobs.
-type fakeLister []listedBlob
+type fakeLister struct {
+	containerAPI // nil: a listing only
+	blobs        []listedBlob
+}
 
 func (f fakeLister) listBlobs(context.Context, string, bool) ([]listedBlob, answer, error) {
-	return f, answer{Date: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}, nil
+	return f.blobs, answer{Date: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}, nil
 }
 
 // A hierarchical namespace lists its directories as blobs: List leaves
 // them out, so neither list, completion nor the slot poll sees them.
 func TestListLeavesOutDirectories(t *testing.T) {
-	c := &Client{log: hclog.NewNullLogger(), lister: fakeLister{
+	c := &Container{log: hclog.NewNullLogger(), api: fakeLister{blobs: []listedBlob{
 		{Name: "cron", Metadata: map[string]string{"hdi_isfolder": "true"}},
 		{Name: "cron/report", LeaseState: "available", Metadata: map[string]string{"term": "3"}},
 		{Name: "job~done", Metadata: map[string]string{"hdi_isfolder": "true"}},
-	}}
+	}}}
 	listed, _, err := c.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)

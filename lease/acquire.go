@@ -1,17 +1,17 @@
-// acquire.go: one Acquire call as a state machine (attempt): the optimistic
-// acquire, the follower's poll loop with reads, creating a missing blob,
-// holding off while WaitOptions.Hold says so or the lease is paused
-// (pausecheck.go), giving up on storage failures,
-// and the cleanup of a lease acquired but not handed over.
+// acquire.go: one Acquire call as a state machine (attempt): its steps
+// (an acquire without a read, a read, the acquire of a free lease), the
+// one poll loop that runs them for one slot and for several (slots.go), the
+// optimistic acquire, creating a missing blob, holding off while
+// WaitOptions.Hold says so or the lease is paused (pausecheck.go), giving
+// up on storage failures, and the cleanup of a lease acquired but not
+// handed over.
 
 package lease
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -22,6 +22,7 @@ const DefaultStorageTimeout = time.Minute
 // attempt is the state of one Acquire call.
 type attempt struct {
 	e        *Elector
+	b        *Blob // the blob acquired: the lease's, or one of its slots
 	w        WaitOptions
 	deadline time.Time // zero: no timeout
 	// leaseID is proposed at every try of this Acquire call: re-acquiring
@@ -55,70 +56,107 @@ var errHeldNow = errors.New("lease: held (acquire refused)")
 // errGoneNow: the blob is gone, but a holder was seen: not created yet.
 var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
 
-// run is the attempt: one optimistic acquire, then poll reads until one
-// finds the lease free, an acquire then, and so on until the lease is
-// claimed or the attempt gives up.
+// step is the state an attempt is in.
+type step int
+
+const (
+	// stepAcquire: send an acquire without reading first, the optimistic
+	// first one or a retry after a failure (one slot only).
+	stepAcquire step = iota
+	// stepRead: read the lease, the blob or the listing of its slots; a
+	// read that finds it held waits a poll interval, or gives up.
+	stepRead
+	// stepFree: the latest read found the lease free: acquire it, after
+	// the checks that may still hold it off.
+	stepFree
+)
+
+// poll is what the latest read found, with one slot the blob's read
+// that found it free (nil if none), with several the listing and the
+// free slots in the order to try.
+type poll struct {
+	free  *Properties
+	view  *View
+	slots []int
+}
+
+// run is the attempt: one poll loop, for one slot and for several, from
+// the first step (one optimistic acquire, or a read) until the lease is
+// claimed or the attempt gives up. Reads differ (a blob's read, or one
+// listing of the slots), and so does what follows a free lease; the loop,
+// the waits and the failure budget are the same.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
-	var free *Properties  // the latest poll read, which found the lease free
-	read := a.w.ReadFirst // the first step is one optimistic acquire, or a read
-	for {
-		if read {
-			var err error
-			free, err = a.poll(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if free == nil {
-				continue
-			}
-		}
-		if free != nil && !free.Exists && a.holderMayRun() {
-			if err := a.giveUpOrWait(ctx, a.seen); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if a.holding() {
-			// No acquire now: give up, or poll (reads only) until Hold
-			// lets go and a read finds the lease free.
-			if err := a.giveUpOrWait(ctx, free); err != nil {
-				return nil, err
-			}
-			read = true
-			continue
-		}
-		// An optimistic acquire goes alone (its reads follow if it
-		// succeeds, see try); a follower's acquire comes with the poll read
-		// that found the lease free, after a read of the marker.
-		var pr *pendingRead
-		if read {
-			paused, retry, err := a.checkPause(ctx)
-			switch {
-			case err != nil:
-				return nil, err
-			case retry:
-				continue
-			case paused:
-				if err := a.giveUpOrWait(ctx, free); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			pr = readDone(free)
-		}
-		l, err := a.try(ctx, pr)
-		read = true
-		if err == nil {
-			return l, nil
-		}
-		retry, err := a.settle(ctx, err)
-		if err != nil {
-			return nil, err
-		}
-		if retry {
-			read = false // retry the acquire
+	next := stepAcquire
+	if a.w.ReadFirst || a.e.cfg.Slots > 1 {
+		next = stepRead
+	}
+	var (
+		last poll // the latest read
+		l    *Lease
+		err  error
+	)
+	for l == nil && err == nil {
+		switch {
+		case next == stepRead && a.e.cfg.Slots > 1:
+			last, next, err = a.readSlots(ctx) // slots.go
+		case next == stepRead:
+			last, next, err = a.read(ctx)
+		case a.e.cfg.Slots > 1:
+			l, next, err = a.acquireSlot(ctx, last) // slots.go
+		default:
+			l, next, err = a.acquireOne(ctx, last.free, next == stepAcquire)
 		}
 	}
+	return l, err
+}
+
+// acquireOne is the acquire step of a lease of one slot: without a read
+// first (unread: the optimistic acquire, or a retry after a failure, free
+// the latest read if any), or after a read that found the lease free
+// (free, which the claim may reuse), once the pause marker is read. A
+// blob found gone under a holder, Hold or a pause keep it off. It ends
+// with the lease claimed, or the next step.
+func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool) (*Lease, step, error) {
+	again := stepRead // a blob gone under a holder is waited out in the step it was found in
+	if unread {
+		again = stepAcquire
+	}
+	if free != nil && !free.Exists && a.holderMayRun() {
+		return nil, again, a.giveUpOrWait(ctx, a.seen)
+	}
+	if a.holding() {
+		// No acquire now: give up, or poll (reads only) until Hold lets
+		// go and a read finds the lease free.
+		return nil, stepRead, a.giveUpOrWait(ctx, free)
+	}
+	// An optimistic acquire goes alone (its reads follow if it succeeds,
+	// see try); a follower's acquire comes with the poll read that found
+	// the lease free, after a read of the marker.
+	var pr *inflight[*Properties]
+	if !unread {
+		paused, retry, err := a.checkPause(ctx)
+		switch {
+		case err != nil:
+			return nil, stepRead, err
+		case retry:
+			return nil, stepRead, nil
+		case paused:
+			return nil, stepRead, a.giveUpOrWait(ctx, free)
+		}
+		pr = answered(free)
+	}
+	l, err := a.try(ctx, pr)
+	if err == nil {
+		if err := a.doneAfter(ctx, l); err != nil { // once.go
+			return nil, stepRead, err
+		}
+		return l, stepRead, nil
+	}
+	retry, err := a.settle(ctx, err)
+	if retry {
+		return nil, stepAcquire, err // retry the acquire
+	}
+	return nil, stepRead, err
 }
 
 // settle decides what follows an acquire that did not claim the lease
@@ -128,12 +166,10 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
-	case errors.Is(err, errPausedNow):
-		// The optimistic acquire found the lease paused and gave it
-		// back unclaimed: from now on, poll.
-		a.succeeded()
-		return false, a.giveUpOrWait(ctx, a.seen)
-	case errors.Is(err, errGoneNow):
+	case errors.Is(err, errPausedNow), errors.Is(err, errGoneNow):
+		// The optimistic acquire found the lease paused and gave it back
+		// unclaimed, or an acquire found the blob gone under a holder not
+		// waited out yet: from now on, poll.
 		a.succeeded()
 		return false, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
@@ -154,26 +190,17 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 	return true, a.failed(ctx, se)
 }
 
-// giveUpOrWait is what a contender kept from acquiring does: with NoWait or
-// past the timeout it gives up (a *HeldError naming p's holder, the latest
-// read), otherwise it waits one poll interval (nil) or until ctx ends.
-func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
-	if a.w.NoWait || a.expired() {
-		return a.heldError(p)
-	}
-	return a.pollWait(ctx)
-}
-
-// poll is one poll of a waiting follower (or the read of a contender
-// whose optimistic acquire was refused): one read. It returns the read if
-// it found the lease free; nil to poll again (after a failure's backoff, or
-// a poll interval while the lease is held); an error to give up with.
-func (a *attempt) poll(ctx context.Context) (*Properties, error) {
+// read is the read step of a lease of one slot, a waiting follower's poll
+// (or the read of a contender whose optimistic acquire was refused): one
+// read. It goes on to stepFree with the read if it found the lease free;
+// it reads again after a failure's backoff, or a poll interval while the
+// lease is held; an error is one to give up with.
+func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	rctx, cancel := a.requestCtx(ctx)
-	p, err := a.e.c.getProperties(rctx)
+	p, err := a.b.getProperties(rctx)
 	cancel()
 	if err != nil {
-		return nil, a.failed(ctx, err)
+		return poll{}, stepRead, a.failed(ctx, err)
 	}
 	a.succeeded()
 	a.termSeen = max(a.termSeen, p.Term)
@@ -181,31 +208,26 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 		a.goneAt = time.Time{}
 	}
 	if err := a.pollCheck(p); err != nil {
-		return nil, err // once.go: --once, or another --slots recorded
+		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
 	}
 	// A run started within the window skips, whether the lease is still
 	// held by it or already free again (the claim checks once more).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
-		return nil, skipError(p, a.w.OncePer)
+		return poll{}, stepRead, skipError(p, a.w.OncePer)
 	}
 	// Scheduled: an occurrence already started, none due, or one missed
 	// skips, held or free; a due one held by an earlier run waits or
 	// gives up as held (the claim decides once more).
 	if p.Exists && !a.ownClaim(p) {
 		if _, err := a.due(p, p.Date); err != nil {
-			return nil, err
+			return poll{}, stepRead, err
 		}
 	}
 	if !p.State.Held() {
-		return p, nil
+		return poll{free: p}, stepFree, nil
 	}
 	a.contended = 0
-	a.seen = p
-	if a.w.NoWait || a.expired() {
-		return nil, a.heldError(p)
-	}
-	a.notify(p)
-	return nil, a.pollWait(ctx)
+	return poll{}, stepRead, a.heldWait(ctx, p)
 }
 
 // try sends one acquire (creating the container and blob if missing) and,
@@ -219,15 +241,15 @@ func (a *attempt) poll(ctx context.Context) (*Properties, error) {
 // A claim that failed for a reason that may be transient keeps the lease
 // (unsure): the write may have landed unanswered, and the next try
 // re-acquires with the same lease ID and finds its own nonce (claim.go).
-func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
-	c, cfg := a.e.c, a.e.cfg
+func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
+	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
 		if a.holderMayRun() {
 			return nil, errGoneNow
 		}
 		rctx, cancel := a.requestCtx(ctx)
-		cerr := c.ensureBlob(rctx, se.kind == kindContainerMissing)
+		cerr := b.ensureBlob(rctx, se.kind == kindContainerMissing)
 		cancel()
 		if cerr != nil {
 			return nil, cerr
@@ -255,7 +277,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 	a.unsure = true
 	rtt := time.Since(sent)
 	if pr == nil {
-		pr = a.startRead(ctx)
+		pr = sendAlong(ctx, a, a.b.getProperties)
 		pause := a.startPauseRead(ctx)
 		err := a.pausedAfterAcquire(pause)
 		pause.abandon()
@@ -266,7 +288,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		}
 	}
 	defer pr.abandon()
-	l := newLease(c, cfg, a.leaseID, sent, ans.Date)
+	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
 		if se := asStorageError(err); se == nil || !se.Transient() || !l.stopAt().After(time.Now()) {
 			a.releaseQuietly(ctx)
@@ -274,7 +296,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 		return nil, err
 	}
 	a.unsure = false
-	a.e.log.Debug("acquired lease", "url", c.url, "term", l.Term, "identity", cfg.Identity)
+	a.e.log.Debug("acquired lease", "url", b.url, "term", l.Term, "identity", cfg.Identity)
 	return l, nil
 }
 
@@ -283,7 +305,7 @@ func (a *attempt) try(ctx context.Context, pr *pendingRead) (*Lease, error) {
 func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err := a.e.c.release(rctx, a.leaseID)
+	_, err := a.b.api.releaseLease(rctx, a.leaseID)
 	if se := asStorageError(err); se == nil || se.leaseGone() {
 		a.unsure = false
 		return
@@ -307,54 +329,6 @@ func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err 
 		a.w.OnTry()
 	}
 	sent = time.Now()
-	ans, err = a.e.c.acquire(rctx, a.leaseID, a.e.cfg.Duration)
+	ans, err = a.b.api.acquireLease(rctx, a.leaseID, int(a.e.cfg.Duration/time.Second))
 	return sent, ans, err
-}
-
-// holding asks Hold whether to hold off the acquire about to be sent, and
-// tells OnHold (waiting only) when the reason appears or changes.
-func (a *attempt) holding() bool {
-	if a.w.Hold == nil {
-		return false
-	}
-	return a.heldBack(&a.reason, a.w.Hold())
-}
-
-// heldBack records reason (a hold's or a pause's; "" for none) in *last
-// and, waiting, tells OnHold when it appears or changes. It reports whether
-// the acquire is held back.
-func (a *attempt) heldBack(last *string, reason string) bool {
-	changed := reason != *last
-	*last = reason
-	if reason == "" {
-		return false
-	}
-	if changed {
-		a.e.log.Debug("holding off the acquire", "reason", reason)
-		if a.w.OnHold != nil && !a.w.NoWait {
-			a.w.OnHold(reason)
-		}
-	}
-	return true
-}
-
-// heldError is the *HeldError to give up with: p's holder (the latest read;
-// nil if none) and Hold's latest reason.
-func (a *attempt) heldError(p *Properties) *HeldError {
-	he := heldError(p)
-	he.Reason = cmp.Or(a.reason, a.pauseReason)
-	return he
-}
-
-// notify tells OnWait when the wait starts and when the holder changes.
-func (a *attempt) notify(p *Properties) {
-	key := p.Holder + "\x00" + strconv.FormatInt(p.Term, 10)
-	if key == a.notified {
-		return
-	}
-	a.notified = key
-	a.e.log.Debug("waiting for the lease", "holder", p.Holder, "term", p.Term, "state", p.State)
-	if a.w.OnWait != nil {
-		a.w.OnWait(p)
-	}
 }

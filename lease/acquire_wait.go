@@ -1,12 +1,15 @@
 // acquire_wait.go: how one Acquire call waits and bounds its requests: the
 // deadline of each request, the budget of storage failures in a row (with
-// full-jitter backoff), the poll interval, and a blob found gone under a
-// holder it saw.
+// full-jitter backoff), the poll interval, a blob found gone under a
+// holder it saw, a holder or Hold that keeps it waiting or makes it give
+// up, and what it tells the caller meanwhile (OnWait, OnHold).
 
 package lease
 
 import (
+	"cmp"
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -102,4 +105,78 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// giveUpOrWait is what a contender kept from acquiring does: with NoWait or
+// past the timeout it gives up (a *HeldError naming p's holder, the latest
+// read), otherwise it waits one poll interval (nil) or until ctx ends.
+func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
+	if a.w.NoWait || a.expired() {
+		return a.heldError(p)
+	}
+	return a.pollWait(ctx)
+}
+
+// heldWait is what a contender does once a read shows the lease held by
+// held (nil: no holder to name, the free slots having been taken since):
+// give up, or tell OnWait and wait one poll interval.
+func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
+	if held != nil {
+		a.seen = held
+	}
+	if a.w.NoWait || a.expired() {
+		return a.heldError(a.seen)
+	}
+	if held != nil {
+		a.notify(held)
+	}
+	return a.pollWait(ctx)
+}
+
+// holding asks Hold whether to hold off the acquire about to be sent, and
+// tells OnHold (waiting only) when the reason appears or changes.
+func (a *attempt) holding() bool {
+	if a.w.Hold == nil {
+		return false
+	}
+	return a.heldBack(&a.reason, a.w.Hold())
+}
+
+// heldBack records reason (a hold's or a pause's; "" for none) in *last
+// and, waiting, tells OnHold when it appears or changes. It reports whether
+// the acquire is held back.
+func (a *attempt) heldBack(last *string, reason string) bool {
+	changed := reason != *last
+	*last = reason
+	if reason == "" {
+		return false
+	}
+	if changed {
+		a.e.log.Debug("holding off the acquire", "reason", reason)
+		if a.w.OnHold != nil && !a.w.NoWait {
+			a.w.OnHold(reason)
+		}
+	}
+	return true
+}
+
+// heldError is the *HeldError to give up with: p's holder (the latest read;
+// nil if none) and Hold's latest reason.
+func (a *attempt) heldError(p *Properties) *HeldError {
+	he := heldError(p)
+	he.Reason = cmp.Or(a.reason, a.pauseReason)
+	return he
+}
+
+// notify tells OnWait when the wait starts and when the holder changes.
+func (a *attempt) notify(p *Properties) {
+	key := p.Holder + "\x00" + strconv.FormatInt(p.Term, 10)
+	if key == a.notified {
+		return
+	}
+	a.notified = key
+	a.e.log.Debug("waiting for the lease", "holder", p.Holder, "term", p.Term, "state", p.State)
+	if a.w.OnWait != nil {
+		a.w.OnWait(p)
+	}
 }

@@ -1,12 +1,12 @@
-// azBlob: blobAPI's ten requests sent with the Azure SDK (azblob v1.8.0),
-// and the narrow interfaces of the SDK clients it uses.
+// azBlob and azContainer: the storage edge's requests sent with the Azure
+// SDK (azblob v1.8.0), each failure mapped once, where it comes out of the
+// SDK.
 
 package lease
 
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
 	"time"
 
@@ -19,48 +19,25 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
-// The parts of the SDK's clients that leaderrun calls.
-type (
-	// leaser is a lease client: azblob binds it to one lease ID when it is
-	// made (Break Lease sends none).
-	leaser interface {
-		AcquireLease(ctx context.Context, duration int32, o *azlease.BlobAcquireOptions) (azlease.BlobAcquireResponse, error)
-		RenewLease(ctx context.Context, o *azlease.BlobRenewOptions) (azlease.BlobRenewResponse, error)
-		ReleaseLease(ctx context.Context, o *azlease.BlobReleaseOptions) (azlease.BlobReleaseResponse, error)
-		BreakLease(ctx context.Context, o *azlease.BlobBreakOptions) (azlease.BlobBreakResponse, error)
-	}
-	blobClient interface {
-		GetProperties(ctx context.Context, o *blob.GetPropertiesOptions) (blob.GetPropertiesResponse, error)
-		SetMetadata(ctx context.Context, md map[string]*string, o *blob.SetMetadataOptions) (blob.SetMetadataResponse, error)
-		Delete(ctx context.Context, o *blob.DeleteOptions) (blob.DeleteResponse, error)
-	}
-	uploader interface {
-		Upload(ctx context.Context, body io.ReadSeekCloser, o *blockblob.UploadOptions) (blockblob.UploadResponse, error)
-	}
-	containerCreator interface {
-		Create(ctx context.Context, o *container.CreateOptions) (container.CreateResponse, error)
-	}
-)
-
 var (
-	_ leaser           = (*azlease.BlobClient)(nil)
-	_ blobClient       = (*blob.Client)(nil)
-	_ uploader         = (*blockblob.Client)(nil)
-	_ containerCreator = (*container.Client)(nil)
+	_ blobAPI      = (*azBlob)(nil)
+	_ containerAPI = (*azContainer)(nil)
 )
 
-var _ blobAPI = (*azBlob)(nil)
-
-// azBlob sends blobAPI's requests through the SDK's clients for one blob
-// and its container, which share one set of client options (no SDK
-// retries, a bounded try, the bounded transport).
+// azBlob sends blobAPI's requests on one blob with the SDK's clients,
+// which share the container's options (no SDK retries, a bounded try, the
+// bounded transport), and maps every failure once (Container.fail).
 type azBlob struct {
-	blob      blobClient
-	blockBlob uploader
-	container containerCreator
-	// leaser makes the lease client for a lease ID (cheap: no request, no
-	// new pipeline).
-	leaser func(leaseID string) (leaser, error)
+	c         *Container
+	blob      *blob.Client
+	blockBlob *blockblob.Client
+	container *container.Client
+}
+
+// azContainer sends containerAPI's requests, as azBlob does.
+type azContainer struct {
+	c         *Container
+	container *container.Client
 }
 
 // azAuth is how requests are authorized: a Shared Key credential, a SAS
@@ -72,40 +49,49 @@ type azAuth struct {
 	token azcore.TokenCredential
 }
 
-// newAzBlob builds the SDK clients for blobURL (escaped, no query) and
-// containerURL. It makes no request.
-func newAzBlob(blobURL, containerURL string, auth azAuth, opts azcore.ClientOptions) (*azBlob, error) {
-	var (
-		bb  *blockblob.Client
-		cc  *container.Client
-		err error
-	)
-	bo := &blockblob.ClientOptions{ClientOptions: opts}
-	co := &container.ClientOptions{ClientOptions: opts}
-	switch {
+// newAzContainer builds the SDK's client of c. It makes no request.
+func newAzContainer(c *Container) (*azContainer, error) {
+	cc, err := newSDKContainer(c)
+	if err != nil {
+		return nil, err
+	}
+	return &azContainer{c: c, container: cc}, nil
+}
+
+// newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no
+// query) of c. It makes no request.
+func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
+	cc, err := newSDKContainer(c)
+	if err != nil {
+		return nil, err
+	}
+	bo := &blockblob.ClientOptions{ClientOptions: c.opts}
+	var bb *blockblob.Client
+	switch auth := c.cred; {
 	case auth.key != nil:
-		if bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, auth.key, bo); err == nil {
-			cc, err = container.NewClientWithSharedKeyCredential(containerURL, auth.key, co)
-		}
+		bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, auth.key, bo)
 	case auth.sas != "":
-		if bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+auth.sas, bo); err == nil {
-			cc, err = container.NewClientWithNoCredential(containerURL+"?"+auth.sas, co)
-		}
+		bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+auth.sas, bo)
 	default:
-		if bb, err = blockblob.NewClient(blobURL, auth.token, bo); err == nil {
-			cc, err = container.NewClient(containerURL, auth.token, co)
-		}
+		bb, err = blockblob.NewClient(blobURL, auth.token, bo)
 	}
 	if err != nil {
 		return nil, err
 	}
-	b := bb.BlobClient()
-	return &azBlob{
-		blob: b, blockBlob: bb, container: cc,
-		leaser: func(id string) (leaser, error) {
-			return azlease.NewBlobClient(b, &azlease.BlobClientOptions{LeaseID: &id})
-		},
-	}, nil
+	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
+}
+
+// newSDKContainer is the SDK's client of c, made for the container's own
+// requests and for Create Container on behalf of each of its blobs.
+func newSDKContainer(c *Container) (*container.Client, error) {
+	co := &container.ClientOptions{ClientOptions: c.opts}
+	switch auth := c.cred; {
+	case auth.key != nil:
+		return container.NewClientWithSharedKeyCredential(c.url, auth.key, co)
+	case auth.sas != "":
+		return container.NewClientWithNoCredential(c.url+"?"+auth.sas, co)
+	}
+	return container.NewClient(c.url, c.cred.token, co)
 }
 
 // clientOptions are the options of every SDK client: no SDK retries
@@ -121,46 +107,43 @@ func clientOptions(loopback bool) azcore.ClientOptions {
 	}
 }
 
+// lease is the SDK's lease client for leaseID: azblob binds one to a
+// lease ID when it is made (cheap: no request, no new pipeline).
+func (a *azBlob) lease(leaseID string) (*azlease.BlobClient, error) {
+	return azlease.NewBlobClient(a.blob, &azlease.BlobClientOptions{LeaseID: &leaseID})
+}
+
 func (a *azBlob) acquireLease(ctx context.Context, leaseID string, seconds int) (answer, error) {
-	l, err := a.leaser(leaseID)
+	l, err := a.lease(leaseID)
 	if err != nil {
-		return answer{}, err
+		return answer{}, a.c.fail("acquire", err)
 	}
 	r, err := l.AcquireLease(ctx, int32(seconds), nil)
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	return newAnswer(r.Date, r.ETag), a.c.fail("acquire", err)
 }
 
 func (a *azBlob) renewLease(ctx context.Context, leaseID string) (answer, error) {
-	l, err := a.leaser(leaseID)
+	l, err := a.lease(leaseID)
 	if err != nil {
-		return answer{}, err
+		return answer{}, a.c.fail("renew", err)
 	}
 	r, err := l.RenewLease(ctx, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	return newAnswer(r.Date, r.ETag), a.c.fail("renew", err)
 }
 
 func (a *azBlob) releaseLease(ctx context.Context, leaseID string) (answer, error) {
-	l, err := a.leaser(leaseID)
+	l, err := a.lease(leaseID)
 	if err != nil {
-		return answer{}, err
+		return answer{}, a.c.fail("release", err)
 	}
 	r, err := l.ReleaseLease(ctx, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	return newAnswer(r.Date, r.ETag), a.c.fail("release", err)
 }
 
 func (a *azBlob) breakLease(ctx context.Context, periodSeconds int) (answer, error) {
-	l, err := a.leaser("") // Break Lease sends no lease ID
+	l, err := a.lease("") // Break Lease sends no lease ID
 	if err != nil {
-		return answer{}, err
+		return answer{}, a.c.fail("break", err)
 	}
 	var opts azlease.BlobBreakOptions
 	if periodSeconds >= 0 {
@@ -169,7 +152,7 @@ func (a *azBlob) breakLease(ctx context.Context, periodSeconds int) (answer, err
 	}
 	r, err := l.BreakLease(ctx, &opts)
 	if err != nil {
-		return answer{}, err
+		return answer{}, a.c.fail("break", err)
 	}
 	ans := newAnswer(r.Date, r.ETag)
 	if r.LeaseTime != nil && *r.LeaseTime >= 0 {
@@ -181,32 +164,42 @@ func (a *azBlob) breakLease(ctx context.Context, periodSeconds int) (answer, err
 func (a *azBlob) getProperties(ctx context.Context) (blobProps, error) {
 	r, err := a.blob.GetProperties(ctx, nil)
 	if err != nil {
-		return blobProps{}, err
+		return blobProps{}, a.c.fail("get properties", err)
 	}
-	p := blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: make(map[string]string, len(r.Metadata))}
+	p := blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata)}
 	if r.LeaseState != nil {
 		p.LeaseState = string(*r.LeaseState)
 	}
 	if r.CreationTime != nil {
 		p.Created = r.CreationTime.UTC()
 	}
-	for k, v := range r.Metadata {
-		// The SDK reads the names from canonicalized headers
-		// ("Holder"); leaderrun writes and reads them lowercased.
-		if v != nil {
-			p.Metadata[strings.ToLower(k)] = *v
-		}
-	}
 	return p, nil
 }
 
-func (a *azBlob) setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error) {
+// lowerKeys is metadata as the SDK reads it, with its names lowercased:
+// the SDK reads them from canonicalized headers ("Holder"), and leaderrun
+// writes and reads them lowercased.
+func lowerKeys(md map[string]*string) map[string]string {
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		if v != nil {
+			out[strings.ToLower(k)] = *v
+		}
+	}
+	return out
+}
+
+// sdkMetadata is md as the SDK sends it. The SDK sends the names as given,
+// and Azure keeps their case: leaderrun writes every name lowercased.
+func sdkMetadata(md map[string]string) map[string]*string {
 	meta := make(map[string]*string, len(md))
 	for k, v := range md {
-		// The SDK sends the names as given, and Azure keeps their case:
-		// leaderrun writes every name lowercased.
 		meta[strings.ToLower(k)] = &v
 	}
+	return meta
+}
+
+func (a *azBlob) setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error) {
 	ac := &blob.AccessConditions{}
 	if leaseID != "" {
 		ac.LeaseAccessConditions = &blob.LeaseAccessConditions{LeaseID: &leaseID}
@@ -215,11 +208,8 @@ func (a *azBlob) setMetadata(ctx context.Context, leaseID, ifMatch string, md ma
 		etag := azcore.ETag(ifMatch)
 		ac.ModifiedAccessConditions = &blob.ModifiedAccessConditions{IfMatch: &etag}
 	}
-	r, err := a.blob.SetMetadata(ctx, meta, &blob.SetMetadataOptions{AccessConditions: ac})
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	r, err := a.blob.SetMetadata(ctx, sdkMetadata(md), &blob.SetMetadataOptions{AccessConditions: ac})
+	return newAnswer(r.Date, r.ETag), a.c.fail("set metadata", err)
 }
 
 func (a *azBlob) createBlob(ctx context.Context) (answer, error) {
@@ -227,38 +217,22 @@ func (a *azBlob) createBlob(ctx context.Context) (answer, error) {
 	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyTag}},
 	})
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	return newAnswer(r.Date, r.ETag), a.c.fail("create blob", err)
 }
 
 func (a *azBlob) createContainer(ctx context.Context) (answer, error) {
 	r, err := a.container.Create(ctx, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	return newAnswer(r.Date, r.ETag), a.c.fail("create container", err)
 }
 
 func (a *azBlob) putBlob(ctx context.Context, md map[string]string) (answer, error) {
-	meta := make(map[string]*string, len(md))
-	for k, v := range md {
-		meta[strings.ToLower(k)] = &v
-	}
-	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{Metadata: meta})
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, r.ETag), nil
+	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{Metadata: sdkMetadata(md)})
+	return newAnswer(r.Date, r.ETag), a.c.fail("put blob", err)
 }
 
 func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 	r, err := a.blob.Delete(ctx, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	return newAnswer(r.Date, nil), nil
+	return newAnswer(r.Date, nil), a.c.fail("delete blob", err)
 }
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.

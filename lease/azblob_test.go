@@ -153,7 +153,7 @@ func TestAzBlobRequestShapes(t *testing.T) {
 			} else {
 				cfg.SASToken = "?" + testSAS
 			}
-			c := azuriteClient(t, cfg)
+			c := azuriteBlob(t, cfg)
 			before := len(seen())
 			calls := azCalls(t, context.Background(), id)
 			for _, tc := range calls {
@@ -209,8 +209,8 @@ func TestAzBlobRequestShapes(t *testing.T) {
 	}
 }
 
-// Refusals become *azcore.ResponseError with the service's code, which
-// mapError classifies; one request each, not retried, even on 503; no SAS
+// Refusals come out of the edge as *StorageError with the service's code,
+// classified by mapError; one request each, not retried, even on 503; no SAS
 // reaches the message, even when the service echoes the URL.
 func TestAzBlobRefusals(t *testing.T) {
 	base, seen := recordingServer(t, func(r *http.Request) (int, http.Header) {
@@ -224,10 +224,10 @@ func TestAzBlobRefusals(t *testing.T) {
 		}
 		return http.StatusConflict, http.Header{"X-Ms-Error-Code": {"LeaseAlreadyPresent"}, "X-Echo": {r.URL.String()}}
 	})
-	c := azuriteClient(t, ClientConfig{Endpoint: base + "/" + devAccount, Container: "c-1", Blob: "lock", SASToken: testSAS})
+	c := azuriteBlob(t, ClientConfig{Endpoint: base + "/" + devAccount, Container: "c-1", Blob: "lock", SASToken: testSAS})
 	ctx := context.Background()
 
-	_, err := c.acquire(ctx, "id", 15*time.Second)
+	_, err := c.api.acquireLease(ctx, "id", 15)
 	var se *StorageError
 	if !errors.As(err, &se) || se.StatusCode != 409 || se.Code != "LeaseAlreadyPresent" || se.kind != kindHeld {
 		t.Errorf("acquire: %v", err)
@@ -239,12 +239,12 @@ func TestAzBlobRefusals(t *testing.T) {
 	if err != nil || p.Exists || p.State != StateAbsent {
 		t.Errorf("properties of a 404 without a code: %+v, %v", p, err)
 	}
-	_, err = c.setMetadata(ctx, "id", `"0x1"`, map[string]string{"a": "b"})
+	_, err = c.api.setMetadata(ctx, "id", `"0x1"`, map[string]string{"a": "b"})
 	if !errors.As(err, &se) || se.StatusCode != 412 || se.Code != codeConditionNotMet || se.kind != kindConflict {
 		t.Errorf("set metadata: %v", err)
 	}
 	n := len(seen())
-	_, err = c.renew(ctx, "id")
+	_, err = c.api.renewLease(ctx, "id")
 	if !errors.As(err, &se) || se.StatusCode != 503 || !se.Transient() {
 		t.Errorf("renew: %v", err)
 	}

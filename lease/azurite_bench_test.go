@@ -15,7 +15,7 @@ import (
 // account adds a network round trip to each. scripts/bench.sh puts the
 // whole command in context.
 
-func benchClient(b *testing.B, blobName string) *Client {
+func benchBlob(b *testing.B, blobName string) *Blob {
 	b.Helper()
 	cs := os.Getenv("LEADERRUN_TEST_CONNECTION_STRING")
 	if cs == "" {
@@ -25,14 +25,14 @@ func benchClient(b *testing.B, blobName string) *Client {
 	if _, err := rand.Read(suffix); err != nil {
 		b.Fatal(err)
 	}
-	c, err := NewClient(ClientConfig{ConnectionString: cs, Container: "bench-" + hex.EncodeToString(suffix), Blob: blobName})
+	c, err := NewLeaseBlob(ClientConfig{ConnectionString: cs, Container: "bench-" + hex.EncodeToString(suffix), Blob: blobName})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return c
 }
 
-func benchElector(b *testing.B, c *Client) *Elector {
+func benchElector(b *testing.B, c *Blob) *Elector {
 	b.Helper()
 	e, err := NewElector(c, Config{Duration: 15 * time.Second, KillGrace: 10 * time.Second, Identity: "bench", Version: "bench"})
 	if err != nil {
@@ -44,7 +44,7 @@ func benchElector(b *testing.B, c *Client) *Elector {
 // BenchmarkAzuriteProperties is one Get Blob Properties: what a waiting
 // follower sends every poll interval.
 func BenchmarkAzuriteProperties(b *testing.B) {
-	c := benchClient(b, "props")
+	c := benchBlob(b, "props")
 	ctx := b.Context()
 	l, err := benchElector(b, c).Acquire(ctx, WaitOptions{NoWait: true}) // creates the blob
 	if err != nil {
@@ -62,7 +62,7 @@ func BenchmarkAzuriteProperties(b *testing.B) {
 // BenchmarkAzuriteRenew is one Renew Lease: what the holder sends every
 // renew interval.
 func BenchmarkAzuriteRenew(b *testing.B) {
-	c := benchClient(b, "renew")
+	c := benchBlob(b, "renew")
 	ctx := b.Context()
 	l, err := benchElector(b, c).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
@@ -71,7 +71,7 @@ func BenchmarkAzuriteRenew(b *testing.B) {
 	b.Cleanup(func() { _ = l.Release(ctx) })
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.renew(ctx, l.ID); err != nil {
+		if _, err := c.api.renewLease(ctx, l.ID); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func BenchmarkAzuriteRenew(b *testing.B) {
 // of the new term), RecordRunStart (nothing to write right after Acquire),
 // RecordRunEnd, Release.
 func BenchmarkAzuriteTerm(b *testing.B) {
-	c := benchClient(b, "term")
+	c := benchBlob(b, "term")
 	e := benchElector(b, c)
 	ctx := b.Context()
 	b.ReportAllocs()

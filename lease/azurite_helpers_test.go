@@ -21,7 +21,7 @@ func TestAzuriteDoneMarkersStayApart(t *testing.T) {
 	defer cancel()
 	const hosts = 500
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "patch"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	slots := func(cf *Config) { cf.Slots = 2 }
 	for i := range hosts {
 		host := fmt.Sprintf("vm-%03d", i)
@@ -37,14 +37,14 @@ func TestAzuriteDoneMarkersStayApart(t *testing.T) {
 		}
 	}
 
-	listed, _, err := c.List(ctx, "patch")
+	listed, _, err := c.c.List(ctx, "patch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(listed) != 2 {
 		t.Errorf("the slot poll's listing holds %d blobs, want the 2 slots", len(listed))
 	}
-	done, _, err := c.List(ctx, DonePrefix("patch"))
+	done, _, err := c.c.List(ctx, DonePrefix("patch"))
 	if err != nil || len(done) != hosts {
 		t.Errorf("done markers: %d, %v; want %d", len(done), err, hosts)
 	}
@@ -63,11 +63,11 @@ func TestAzuriteDoneMarkersStayApart(t *testing.T) {
 	for _, name := range []string{"alpha", "zulu", "\u00e9t\u00e9"} {
 		other := cfg
 		other.Blob = name
-		if _, err := azuriteElector(t, azuriteClient(t, other), "vm-x", nil).Acquire(ctx, WaitOptions{NoWait: true}); err != nil {
+		if _, err := azuriteElector(t, azuriteBlob(t, other), "vm-x", nil).Acquire(ctx, WaitOptions{NoWait: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all, _, err := c.ListLeases(ctx)
+	all, _, err := c.c.ListLeases(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAzuriteSameHostRaceLeavesNoPhantomRun(t *testing.T) {
 		results := make(chan *Lease, 2)
 		for range 2 {
 			go func() {
-				l, err := azuriteElector(t, azuriteClient(t, cfg), host, slots).Acquire(ctx,
+				l, err := azuriteElector(t, azuriteBlob(t, cfg), host, slots).Acquire(ctx,
 					WaitOptions{NoWait: true, OncePerHost: host})
 				if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrSkipped) {
 					t.Errorf("round %d: %v", round, err)
@@ -119,8 +119,8 @@ func TestAzuriteSameHostRaceLeavesNoPhantomRun(t *testing.T) {
 			}
 		}
 	}
-	c := azuriteClient(t, cfg)
-	listed, _, err := c.List(ctx, "race")
+	c := azuriteBlob(t, cfg)
+	listed, _, err := c.c.List(ctx, "race")
 	if err != nil {
 		t.Fatal(err)
 	}

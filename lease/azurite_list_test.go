@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// TestListAndSiblings: a lease's slots and markers, made through Sibling
-// clients, come back from one listing of the lease's name with their lease
+// TestListAndSiblings: a lease's slots and markers, addressed through
+// Container.Blob, come back from one listing of the lease's name with their lease
 // state and metadata, grouped by ParseBlobName; a missing container lists
 // as empty; lease names may not contain the marker separator.
 func TestListAndSiblings(t *testing.T) {
@@ -17,15 +17,15 @@ func TestListAndSiblings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "jobs/a"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 
-	if got, _, err := c.List(ctx, ""); err != nil || len(got) != 0 {
+	if got, _, err := c.c.List(ctx, ""); err != nil || len(got) != 0 {
 		t.Fatalf("listing a missing container = %v, %v; want empty, nil", got, err)
 	}
 
 	names := []string{SlotBlob("jobs/a", 0), SlotBlob("jobs/a", 2), PauseBlob("jobs/a"), DoneBlob("jobs/a", "vm-1"), "jobs/ab"}
 	for i, n := range names {
-		s, err := c.Sibling(n)
+		s, err := c.c.Blob(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,16 +33,16 @@ func TestListAndSiblings(t *testing.T) {
 			t.Fatalf("creating %s: %v", n, err)
 		}
 	}
-	slot2, _ := c.Sibling(SlotBlob("jobs/a", 2))
+	slot2, _ := c.c.Blob(SlotBlob("jobs/a", 2))
 	id := "0f9c2e4a-8d5b-4f0e-9a61-3c7d2b1e5f48"
-	if _, err := slot2.acquire(ctx, id, 15*time.Second); err != nil {
+	if _, err := slot2.api.acquireLease(ctx, id, 15); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := slot2.setMetadata(ctx, id, "", map[string]string{"holder": "vm-2", "term": "4"}); err != nil {
+	if _, err := slot2.api.setMetadata(ctx, id, "", map[string]string{"holder": "vm-2", "term": "4"}); err != nil {
 		t.Fatal(err)
 	}
 
-	got, date, err := c.List(ctx, "jobs/a")
+	got, date, err := c.c.List(ctx, "jobs/a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func TestListAndSiblings(t *testing.T) {
 		}
 	}
 
-	if done, _, err := c.List(ctx, DonePrefix("jobs/a")); err != nil || len(done) != 1 ||
+	if done, _, err := c.c.List(ctx, DonePrefix("jobs/a")); err != nil || len(done) != 1 ||
 		ParseBlobName(done[0].Name) != (BlobName{Lease: "jobs/a", Kind: KindDone, Host: "vm-1"}) {
 		t.Errorf("the done markers of jobs/a: %+v, %v; want vm-1's", done, err)
 	}
 
-	_, err = NewClient(ClientConfig{ConnectionString: cs, Container: cfg.Container, Blob: "a~b"})
+	_, err = NewLeaseBlob(ClientConfig{ConnectionString: cs, Container: cfg.Container, Blob: "a~b"})
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		t.Errorf("a lease name with %q: %v, want a *ConfigError", MarkerSep, err)

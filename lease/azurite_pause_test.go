@@ -18,7 +18,7 @@ func TestAzuritePause(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "jobs/paused"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	e := azuriteElector(t, c, "vm-a", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
 
 	if p, _, err := c.ReadPause(ctx); err != nil || p != nil {
@@ -94,7 +94,7 @@ func TestAzuritePauseReadsPerAcquireOnly(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "held"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
+	ca, cb := azuriteBlob(t, cfg), azuriteBlob(t, cfg)
 	l, err := azuriteElector(t, ca, "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)

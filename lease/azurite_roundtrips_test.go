@@ -78,7 +78,7 @@ func (m markerRecorder) getProperties(ctx context.Context) (blobProps, error) {
 	return m.blobAPI.getProperties(ctx)
 }
 
-func recording(c *Client) *recordingAPI {
+func recording(c *Blob) *recordingAPI {
 	r := &recordingAPI{blobAPI: c.api}
 	c.api = r
 	if c.marker != nil {
@@ -96,7 +96,7 @@ func TestAzuriteAcquireRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "rt"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
+	ca, cb := azuriteBlob(t, cfg), azuriteBlob(t, cfg)
 	ea := azuriteElector(t, ca, "vm-a", nil)
 	l, err := ea.Acquire(ctx, WaitOptions{NoWait: true}) // creates the blob
 	if err != nil {

@@ -33,7 +33,7 @@ func (s fixedSchedule) Due(now, created, last time.Time) (time.Time, *SkipError)
 
 // scheduledBlob makes the lease blob and returns an occurrence due a
 // second after it was made, once the service's clock has passed it.
-func scheduledBlob(t *testing.T, c *Client) time.Time {
+func scheduledBlob(t *testing.T, c *Blob) time.Time {
 	t.Helper()
 	l, err := azuriteElector(t, c, "setup", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
 	if err != nil {
@@ -70,7 +70,7 @@ func skipReason(err error) (SkipReason, bool) {
 func TestAzuriteScheduleOneRunPerOccurrence(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	occ := scheduledBlob(t, c)
 	s := fixedSchedule{occ: occ}
 	var (
@@ -80,7 +80,7 @@ func TestAzuriteScheduleOneRunPerOccurrence(t *testing.T) {
 		wg   sync.WaitGroup
 	)
 	for _, id := range []string{"vm-a", "vm-b", "vm-c"} {
-		e := azuriteElector(t, azuriteClient(t, cfg), id, nil)
+		e := azuriteElector(t, azuriteBlob(t, cfg), id, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -139,7 +139,7 @@ func TestAzuriteScheduleOneRunPerOccurrence(t *testing.T) {
 func TestAzuriteScheduleLateAndMissed(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	occ := scheduledBlob(t, c)
 	created := mustProps(t, c).Created
 	e := azuriteElector(t, c, "vm-a", nil)
@@ -183,11 +183,11 @@ func TestAzuriteScheduleLostClaimAnswer(t *testing.T) {
 			t.Parallel()
 			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
-			c := azuriteClient(t, cfg)
+			c := azuriteBlob(t, cfg)
 			occ := scheduledBlob(t, c)
 			s := fixedSchedule{occ: occ}
 			proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpSetMetadata, Count: 1, Status: tc.status, Code: tc.code}})
-			l, err := azuriteElector(t, azuriteClient(t, cfg), "vm-b", nil).Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: s})
+			l, err := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", nil).Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: s})
 			if err != nil {
 				t.Fatalf("Acquire after a lost claim answer: %v, want our own claim to stand", err)
 			}
@@ -218,14 +218,14 @@ func TestAzuriteScheduleLostClaimAnswer(t *testing.T) {
 func TestAzuriteScheduleEarlierRunHolding(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	occ := scheduledBlob(t, c)
 	first, err := azuriteElector(t, c, "vm-a", nil).Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: fixedSchedule{occ: occ}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := fixedSchedule{occ: occ.Add(time.Second)} // due at once: the service's clock is past it
-	eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", nil)
+	eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", nil)
 	_, err = eb.Acquire(t.Context(), WaitOptions{NoWait: true, ReadFirst: true, Schedule: next})
 	var held *HeldError
 	if !errors.As(err, &held) {

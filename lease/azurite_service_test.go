@@ -62,7 +62,7 @@ func TestAzuriteLostAnswers(t *testing.T) {
 			ctx := t.Context()
 			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
-			c := azuriteClient(t, cfg)
+			c := azuriteBlob(t, cfg)
 			e := azuriteElector(t, c, "vm-a", nil)
 			// Term 1 and a finished run, an hour's window ago for no one.
 			l, err := e.Acquire(ctx, WaitOptions{NoWait: true})
@@ -81,7 +81,7 @@ func TestAzuriteLostAnswers(t *testing.T) {
 				proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: op, Count: 1, Status: tc.status, Code: tc.code}})
 			}
 			lose(faultproxy.OpSetMetadata)
-			eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", nil)
+			eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", nil)
 			l, err = eb.Acquire(ctx, WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
 			if err != nil {
 				t.Fatalf("Acquire after a lost claim answer: %v, want our own claim to stand", err)
@@ -148,7 +148,7 @@ func TestAzuriteThrottledFleet(t *testing.T) {
 			proxy, pcs := faultproxy.Start(t, cs)
 			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
 			// The blob exists, as on every run but a lease's first.
-			l, err := azuriteElector(t, azuriteClient(t, cfg), "setup", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
+			l, err := azuriteElector(t, azuriteBlob(t, cfg), "setup", nil).Acquire(t.Context(), WaitOptions{NoWait: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestAzuriteThrottledFleet(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c := azuriteClient(t, cfg)
+					c := azuriteBlob(t, cfg)
 					e := azuriteElector(t, c, "vm-"+string(rune('a'+i%26))+string(rune('0'+i/26)), nil)
 					<-start
 					l, err := e.Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: time.Minute, StorageTimeout: time.Minute})
@@ -225,7 +225,7 @@ func TestAzuriteBreakDuringClaim(t *testing.T) {
 	ctx := t.Context()
 	proxy, pcs := faultproxy.Start(t, cs)
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
-	direct := azuriteClient(t, cfg)
+	direct := azuriteBlob(t, cfg)
 	l, err := azuriteElector(t, direct, "vm-15s", nil).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestAzuriteBreakDuringClaim(t *testing.T) {
 	proxy.Set(faultproxy.Mode{Latency: 700 * time.Millisecond})
 	pcfg := cfg
 	pcfg.ConnectionString = pcs
-	e60 := azuriteElector(t, azuriteClient(t, pcfg), "vm-60s", func(c *Config) {
+	e60 := azuriteElector(t, azuriteBlob(t, pcfg), "vm-60s", func(c *Config) {
 		c.Duration, c.RenewInterval = 60*time.Second, 2*time.Second
 	})
 	type result struct {
@@ -299,7 +299,7 @@ func TestAzuriteLostPauseAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	proxy, pcs := faultproxy.Start(t, cs)
-	c := azuriteClient(t, ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"})
+	c := azuriteBlob(t, ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"})
 	if _, err := c.WritePause(ctx, Pause{Reason: "first"}); err != nil { // creates the container
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestAzuriteStorageLostUnderTheLeader(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "report"}
-	holder, err := azuriteElector(t, azuriteClient(t, cfg), "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
+	holder, err := azuriteElector(t, azuriteBlob(t, cfg), "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestAzuriteStorageLostUnderTheLeader(t *testing.T) {
 		at  time.Time
 	}
 	got := make(chan result, 1)
-	eb := azuriteElector(t, azuriteClient(t, cfg), "vm-b", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
+	eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
 	seen := make(chan struct{})
 	var once sync.Once
 	go func() {

@@ -22,7 +22,7 @@ func TestAzuriteSlots(t *testing.T) {
 
 	var leases []*Lease
 	for _, id := range []string{"vm-1", "vm-2", "vm-3"} {
-		l, err := azuriteElector(t, azuriteClient(t, cfg), id, three).Acquire(ctx, WaitOptions{NoWait: true})
+		l, err := azuriteElector(t, azuriteBlob(t, cfg), id, three).Acquire(ctx, WaitOptions{NoWait: true})
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -39,7 +39,7 @@ func TestAzuriteSlots(t *testing.T) {
 		t.Fatalf("slots %v, want 0 1 2", slots)
 	}
 
-	c := azuriteClient(t, cfg)
+	c := azuriteBlob(t, cfg)
 	if _, err := azuriteElector(t, c, "vm-4", three).Acquire(ctx, WaitOptions{NoWait: true}); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a fourth holder: %v, want held", err)
 	}
@@ -52,7 +52,7 @@ func TestAzuriteSlots(t *testing.T) {
 		t.Fatalf("one slot: %v, want a SlotsError naming 1 and 3", err)
 	}
 
-	listed, _, err := c.List(ctx, "pool")
+	listed, _, err := c.c.List(ctx, "pool")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestAzuriteSlots(t *testing.T) {
 		if b.Props.State != StateLeased || b.Props.Metadata[mdSlots] != "3" {
 			t.Errorf("%s: state %s, slots %q; want leased and 3", b.Name, b.Props.State, b.Props.Metadata[mdSlots])
 		}
-		s, _ := c.Sibling(b.Name)
+		s, _ := c.c.Blob(b.Name)
 		p, err := s.getProperties(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -49,7 +49,7 @@ func TestAzuriteOddBlobNames(t *testing.T) {
 		"trailing space ",
 	}
 	for i, blobName := range names {
-		c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: blobName})
+		c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: name, Blob: blobName})
 		identity := fmt.Sprintf("vm-%d", i)
 		l, err := azuriteElector(t, c, identity, nil).Acquire(ctx, WaitOptions{NoWait: true})
 		if err != nil {
@@ -77,7 +77,7 @@ func TestAzuriteOddBlobNames(t *testing.T) {
 	// address the same blob.
 	for _, blobName := range []string{"with space/run 1", "plus+sign", "hash#tag", "ünïcødé/日本語/🙂"} {
 		token := blobSAS(t, parsed, name, blobName, sas.BlobPermissions{Read: true, Add: true, Create: true, Write: true})
-		c := azuriteClient(t, ClientConfig{SASToken: token, Endpoint: parsed.endpoint, Container: name, Blob: blobName})
+		c := azuriteBlob(t, ClientConfig{SASToken: token, Endpoint: parsed.endpoint, Container: name, Blob: blobName})
 		l, err := azuriteElector(t, c, "vm-sas", nil).Acquire(ctx, WaitOptions{NoWait: true})
 		if err != nil {
 			t.Errorf("%q with a SAS: %v", blobName, err)
@@ -149,19 +149,19 @@ func TestAzuriteMetadataRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	name := uniqueContainer(t)
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "md"})
+	c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "md"})
 	if err := c.ensureBlob(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	if _, err := c.acquire(ctx, id, 15*time.Second); err != nil {
+	if _, err := c.api.acquireLease(ctx, id, 15); err != nil {
 		t.Fatal(err)
 	}
 	written := map[string]string{
 		"holder": "vm 1", "term": "7", "k_1": "underscore", "k1": "digit", "k10": "ten", "k9": "nine",
 		"ka": "letter", "k": "short", "_lead": "x", "spaces": "two  inner  spaces", "punct": `a,b;c="d" (e)`,
 	}
-	if _, err := c.setMetadata(ctx, id, "", written); err != nil {
+	if _, err := c.api.setMetadata(ctx, id, "", written); err != nil {
 		t.Fatalf("set metadata: %v", err)
 	}
 	if got := listBlobs(t, cs, name)["md"]; !maps.Equal(got, written) {
@@ -192,7 +192,7 @@ func TestAzuriteMetadataRoundTrip(t *testing.T) {
 	if want := map[string]string{"mixed_case1": "From SDK", "term": "x"}; !maps.Equal(p.Metadata, want) {
 		t.Errorf("leaderrun reads %v, want %v", p.Metadata, want)
 	}
-	if err := c.release(ctx, id); err != nil {
+	if _, err := c.api.releaseLease(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -205,7 +205,7 @@ func TestAzuriteMissingContainerOrBlob(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "a/b"})
+	c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "a/b"})
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	calls := []struct {
 		name string
@@ -219,7 +219,7 @@ func TestAzuriteMissingContainerOrBlob(t *testing.T) {
 	check := func(want errKind, code string) {
 		t.Helper()
 		for _, call := range calls {
-			se := c.mapError(call.name, call.do())
+			se := c.c.mapError(call.name, call.do())
 			if se.StatusCode != http.StatusNotFound || se.kind != want || se.Code != code {
 				t.Errorf("%s: %v (kind %d), want 404 %s", call.name, se, se.kind, code)
 			}
@@ -236,7 +236,7 @@ func TestAzuriteMissingContainerOrBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(kindBlobMissing, codeBlobNotFound)
-	if se := c.mapError("create container", func() error { _, err := c.api.createContainer(ctx); return err }()); se.kind != kindExists {
+	if se := c.c.mapError("create container", func() error { _, err := c.api.createContainer(ctx); return err }()); se.kind != kindExists {
 		t.Errorf("create container again: %v, want ContainerAlreadyExists", se)
 	}
 }
@@ -249,9 +249,9 @@ func TestAzuriteCreateBlobRace(t *testing.T) {
 	ctx := t.Context()
 	name := uniqueContainer(t)
 	const n = 8
-	clients := make([]*Client, n)
+	clients := make([]*Blob, n)
 	for i := range clients {
-		clients[i] = azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "race"})
+		clients[i] = azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "race"})
 	}
 	if _, err := clients[0].api.createContainer(ctx); err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestAzuriteCreateBlobRace(t *testing.T) {
 			created++
 			continue
 		}
-		se := clients[i].mapError("create blob", err)
+		se := clients[i].c.mapError("create blob", err)
 		if se.kind != kindExists && se.StatusCode != http.StatusPreconditionFailed {
 			t.Errorf("client %d: %v, want 409 BlobAlreadyExists or 412", i, se)
 		}
@@ -289,8 +289,8 @@ func TestAzuriteCreateBlobRace(t *testing.T) {
 	if _, err := bb.UploadBuffer(ctx, []byte("precious"), nil); err != nil {
 		t.Fatal(err)
 	}
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "precious"})
-	if se := c.mapError("create blob", func() error { _, err := c.api.createBlob(ctx); return err }()); se.kind != kindExists {
+	c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "precious"})
+	if se := c.c.mapError("create blob", func() error { _, err := c.api.createBlob(ctx); return err }()); se.kind != kindExists {
 		t.Errorf("create over content: %v, want BlobAlreadyExists", se)
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
@@ -309,13 +309,13 @@ func TestAzuriteSetMetadataIfMatch(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "cond"})
+	c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "cond"})
 	if err := c.ensureBlob(ctx, true); err != nil {
 		t.Fatal(err)
 	}
 	before := mustProps(t, c).etag
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	acq, err := c.acquire(ctx, id, 15*time.Second)
+	acq, err := c.api.acquireLease(ctx, id, 15)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,24 +341,24 @@ func TestAzuriteSetMetadataIfMatch(t *testing.T) {
 			t.Errorf("%s: %v, want %d %s", what, err, status, code)
 		}
 	}
-	_, err = c.setMetadata(ctx, id, e0, map[string]string{"term": "1"})
+	_, err = c.api.setMetadata(ctx, id, e0, map[string]string{"term": "1"})
 	want("lease ID and matching ETag", err, 0, "")
 	e1 := mustProps(t, c).etag
 	if e1 == e0 {
 		t.Errorf("a metadata write left the ETag at %s", e0)
 	}
-	_, err = c.setMetadata(ctx, id, e0, map[string]string{"term": "2"})
+	_, err = c.api.setMetadata(ctx, id, e0, map[string]string{"term": "2"})
 	want("lease ID and a stale ETag", err, http.StatusPreconditionFailed, codeConditionNotMet)
-	_, err = c.setMetadata(ctx, "00000000-0000-0000-0000-00000000000f", e1, map[string]string{"term": "2"})
+	_, err = c.api.setMetadata(ctx, "00000000-0000-0000-0000-00000000000f", e1, map[string]string{"term": "2"})
 	want("wrong lease ID, matching ETag", err, http.StatusPreconditionFailed, "LeaseIdMismatchWithBlobOperation")
-	_, err = c.setMetadata(ctx, "", e1, map[string]string{"term": "2"})
+	_, err = c.api.setMetadata(ctx, "", e1, map[string]string{"term": "2"})
 	want("no lease ID, matching ETag", err, http.StatusPreconditionFailed, "LeaseIdMissing")
 	if p := mustProps(t, c); p.Term != 1 || p.etag != e1 {
 		t.Errorf("refused writes changed the blob: %+v", p)
 	}
-	_, err = c.setMetadata(ctx, id, e1, map[string]string{"term": "2"})
+	_, err = c.api.setMetadata(ctx, id, e1, map[string]string{"term": "2"})
 	want("lease ID and the current ETag", err, 0, "")
-	if err := c.release(ctx, id); err != nil {
+	if _, err := c.api.releaseLease(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -41,9 +41,9 @@ func uniqueContainer(t *testing.T) string {
 	return "t-" + hex.EncodeToString(b)
 }
 
-func azuriteClient(t *testing.T, cfg ClientConfig) *Client {
+func azuriteBlob(t *testing.T, cfg ClientConfig) *Blob {
 	t.Helper()
-	c, err := NewClient(cfg)
+	c, err := NewLeaseBlob(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func sdkBlob(t *testing.T, cs, containerName, blobName string) *blockblob.Client
 	return sdkContainer(t, cs, containerName).NewBlockBlobClient(blobName)
 }
 
-func azuriteElector(t *testing.T, c *Client, identity string, edit func(*Config)) *Elector {
+func azuriteElector(t *testing.T, c *Blob, identity string, edit func(*Config)) *Elector {
 	t.Helper()
 	cfg := Config{Duration: 15 * time.Second, KillGrace: 10 * time.Second, Identity: identity, Version: "test"}
 	if edit != nil {
@@ -81,7 +81,7 @@ func azuriteElector(t *testing.T, c *Client, identity string, edit func(*Config)
 	return e
 }
 
-func mustProps(t *testing.T, c *Client) *Properties {
+func mustProps(t *testing.T, c *Blob) *Properties {
 	t.Helper()
 	p, err := c.Properties(t.Context())
 	if err != nil {
@@ -95,7 +95,7 @@ func TestAzuriteLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "jobs/nightly report"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
+	ca, cb := azuriteBlob(t, cfg), azuriteBlob(t, cfg)
 	ea, eb := azuriteElector(t, ca, "vm-a", nil), azuriteElector(t, cb, "vm-b", nil)
 
 	if p := mustProps(t, ca); p.Exists || p.State != StateAbsent {
@@ -121,7 +121,7 @@ func TestAzuriteLifecycle(t *testing.T) {
 	}
 
 	// Renew, record a run.
-	if _, err := ca.renew(ctx, la.ID); err != nil {
+	if _, err := ca.api.renewLease(ctx, la.ID); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 	if err := la.RecordRunStart(ctx); err != nil {
@@ -183,7 +183,7 @@ func TestAzuriteKeepsContentAndForeignMetadata(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	name := uniqueContainer(t)
-	c := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "lock"})
+	c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: name, Blob: "lock"})
 	if _, err := sdkContainer(t, cs, name).Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestAzuriteKeeperAndBreak(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "svc"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
+	ca, cb := azuriteBlob(t, cfg), azuriteBlob(t, cfg)
 	l, err := azuriteElector(t, ca, "vm-a", func(c *Config) { c.RenewInterval = time.Second }).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestAzuriteErrors(t *testing.T) {
 
 	t.Run("wrong key", func(t *testing.T) {
 		t.Parallel()
-		c := azuriteClient(t, ClientConfig{Account: parsed.account, AccountKey: testKey, Endpoint: parsed.endpoint,
+		c := azuriteBlob(t, ClientConfig{Account: parsed.account, AccountKey: testKey, Endpoint: parsed.endpoint,
 			Container: container, Blob: "lock"})
 		start := time.Now()
 		const budget = 3 * time.Second
@@ -293,7 +293,7 @@ func TestAzuriteErrors(t *testing.T) {
 	closed := closedPort(t)
 	t.Run("connection refused", func(t *testing.T) {
 		t.Parallel()
-		c := azuriteClient(t, ClientConfig{Account: parsed.account, AccountKey: parsed.key,
+		c := azuriteBlob(t, ClientConfig{Account: parsed.account, AccountKey: parsed.key,
 			Endpoint: "http://" + closed + "/" + parsed.account, Container: container, Blob: "lock"})
 		start := time.Now()
 		if _, err := c.Properties(t.Context()); !errors.Is(err, ErrUnavailable) || time.Since(start) > 3*time.Second {
@@ -331,13 +331,13 @@ func TestAzuriteErrors(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
 		// The container must exist: a blob SAS cannot create it.
-		admin := azuriteClient(t, ClientConfig{ConnectionString: cs, Container: container, Blob: "sas-lock"})
+		admin := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: container, Blob: "sas-lock"})
 		if err := admin.ensureBlob(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 
 		token := sasFor(t, sas.BlobPermissions{Read: true, Add: true, Create: true, Write: true})
-		c := azuriteClient(t, ClientConfig{SASToken: token, Endpoint: parsed.endpoint, Container: container, Blob: "sas-lock"})
+		c := azuriteBlob(t, ClientConfig{SASToken: token, Endpoint: parsed.endpoint, Container: container, Blob: "sas-lock"})
 		if strings.Contains(c.URL(), "?") || strings.Contains(c.URL(), "sig") {
 			t.Errorf("URL() = %q", c.URL())
 		}
@@ -349,7 +349,7 @@ func TestAzuriteErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		readOnly := azuriteClient(t, ClientConfig{SASToken: sasFor(t, sas.BlobPermissions{Read: true}),
+		readOnly := azuriteBlob(t, ClientConfig{SASToken: sasFor(t, sas.BlobPermissions{Read: true}),
 			Endpoint: parsed.endpoint, Container: container, Blob: "sas-lock"})
 		_, err = azuriteElector(t, readOnly, "vm-ro", nil).Acquire(ctx, WaitOptions{NoWait: true})
 		var se *StorageError
@@ -360,7 +360,7 @@ func TestAzuriteErrors(t *testing.T) {
 			t.Errorf("error leaks the SAS: %v", err)
 		}
 
-		unreachable := azuriteClient(t, ClientConfig{SASToken: token, Endpoint: "http://" + closed + "/" + parsed.account,
+		unreachable := azuriteBlob(t, ClientConfig{SASToken: token, Endpoint: "http://" + closed + "/" + parsed.account,
 			Container: container, Blob: "sas-lock"})
 		_, err = unreachable.Properties(ctx)
 		if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "sig=") || strings.Contains(err.Error(), token) {
@@ -390,7 +390,7 @@ func TestAzuriteFollowerWaits(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	cfg := ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "wait"}
-	ca, cb := azuriteClient(t, cfg), azuriteClient(t, cfg)
+	ca, cb := azuriteBlob(t, cfg), azuriteBlob(t, cfg)
 	la, err := azuriteElector(t, ca, "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
 	if err != nil {
 		t.Fatal(err)

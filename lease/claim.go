@@ -33,7 +33,6 @@ import (
 // the later of the read's Date and the acquire's: a reused poll read may be
 // older than the acquire, and must not date the run.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
-	c, cfg := a.e.c, a.e.cfg
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
 	p, ifMatch := reused, ""
@@ -43,7 +42,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	for {
 		if p == nil {
 			var err error
-			if p, err = c.getProperties(rctx); err != nil {
+			if p, err = a.b.getProperties(rctx); err != nil {
 				return err
 			}
 			if !p.Exists {
@@ -56,41 +55,11 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			a.adopt(l, p)
 			return nil
 		}
-		now := maxTime(p.Date, l.AcquiredAt)
-		at := *p
-		at.Date = now
-		if withinWindow(&at, a.w.OncePer) {
-			return skipError(p, a.w.OncePer)
-		}
-		occ, err := a.due(&at, now)
+		t, err := a.newTerm(l, p)
 		if err != nil {
-			return err // --schedule: nothing due, or already started
+			return err
 		}
-		if err := a.pollCheck(p); err != nil { // on the metadata as of the acquire
-			return err // once.go: --once, or another --slots recorded
-		}
-		stored, err := parseTerm(p.Metadata[mdTerm])
-		if err != nil {
-			return &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
-				Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
-		}
-		// A blob made again after it was lost continues from the highest
-		// term this contender saw: the term never goes back.
-		stored = max(stored, a.termSeen)
-		acquiredAt := l.AcquiredAt
-		if acquiredAt.IsZero() {
-			acquiredAt = p.Date
-		}
-		// The run's start goes in the same write (one request fewer per run
-		// and per handover): the command starts right after the claim, and
-		// a run skipped by --once-per returned above, before anything was
-		// written.
-		// startRun moves the previous run into the history first (with
-		// its end unknown if its holder could not record it).
-		md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
-			AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
-			Schedule: a.w.Schedule, Occurrence: occ}, now)
-		date, err := c.setMetadata(rctx, l.ID, ifMatch, md)
+		ans, err := a.b.api.setMetadata(rctx, l.ID, ifMatch, t.md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
 			a.e.log.Debug("the blob changed since it was read: reading it again")
@@ -111,13 +80,63 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if err != nil {
 			return err
 		}
-		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = stored+1, acquiredAt, md, !now.IsZero()
-		l.Occurrence = occ
+		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = t.term, t.acquiredAt, t.md, !t.now.IsZero()
+		l.Occurrence = t.occurrence
 		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
-		l.sawDate(now)
-		l.sawDate(date)
+		l.sawDate(t.now)
+		l.sawDate(ans.Date)
 		return nil
 	}
+}
+
+// termWrite is a claim's write: the new term and the metadata that records it.
+type termWrite struct {
+	term       int64
+	acquiredAt time.Time
+	occurrence time.Time // the scheduled occurrence it runs; zero without one
+	now        time.Time // the service time of the claim
+	md         map[string]string
+}
+
+// newTerm checks p, the metadata as of l's acquire, as a claim must
+// (once-per, the schedule, the checks of every read) and makes the write of
+// the next term on it.
+func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
+	cfg := a.e.cfg
+	now := maxTime(p.Date, l.AcquiredAt)
+	at := *p
+	at.Date = now
+	if withinWindow(&at, a.w.OncePer) {
+		return termWrite{}, skipError(p, a.w.OncePer)
+	}
+	occ, err := a.due(&at, now)
+	if err != nil {
+		return termWrite{}, err // --schedule: nothing due, or already started
+	}
+	if err := a.pollCheck(p); err != nil {
+		return termWrite{}, err // once.go: --once, or another --slots recorded
+	}
+	stored, err := parseTerm(p.Metadata[mdTerm])
+	if err != nil {
+		return termWrite{}, &StorageError{Op: "read term", Err: err, kind: kindPermanent, summary: "refused",
+			Hint: "fix or remove the blob's term metadata; leaderrun will not guess a fencing token"}
+	}
+	// A blob made again after it was lost continues from the highest term
+	// this contender saw: the term never goes back.
+	stored = max(stored, a.termSeen)
+	acquiredAt := l.AcquiredAt
+	if acquiredAt.IsZero() {
+		acquiredAt = p.Date
+	}
+	// The run's start goes in the same write (one request fewer per run and
+	// per handover): the command starts right after the claim, and a run
+	// skipped by --once-per returned above, before anything was written.
+	// startRun moves the previous run into the history first (with its end
+	// unknown if its holder could not record it).
+	md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
+		AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
+		Schedule: a.w.Schedule, Occurrence: occ}, now)
+	return termWrite{term: stored + 1, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
 }
 
 // ownClaim reports whether p's metadata holds this attempt's claim: a
@@ -148,57 +167,57 @@ const minReadGrace = 100 * time.Millisecond
 // answered, ans: same ETag. A read still in flight is waited for twice as
 // long as the acquire took (rtt), at least minReadGrace, from when it was
 // sent; then it is left for a read of the claim's own. nil: not reusable.
-func reusable(pr *pendingRead, ans answer, rtt time.Duration) *Properties {
+func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() {
 		return nil
 	}
-	p := pr.waitFor(time.Until(pr.sent.Add(max(2*rtt, minReadGrace))))
+	if !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
+		return nil
+	}
+	p := pr.v // nil if the read failed: a failed read is simply not used
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}
 	return p
 }
 
-// pendingRead is a Get Blob Properties sent alongside an acquire, or a
-// read already made.
-type pendingRead struct {
-	done   chan struct{} // closed when p is set
-	p      *Properties   // nil if the read failed
-	sent   time.Time     // when the read was sent (zero: made before)
+// inflight is a request sent alongside an acquire, on its own goroutine
+// (the blob's read that the claim may reuse, the pause marker's read),
+// whose answer is waited for later or abandoned; or an answer had before
+// (answered), which the same code then uses.
+type inflight[T any] struct {
+	done   chan struct{} // closed once v and err are set
+	v      T
+	err    error
+	sent   time.Time // when the request was sent; zero: answered before
 	cancel context.CancelFunc
 }
 
-// startRead sends a read on its own goroutine, bounded like any request of
+// sendAlong sends req on its own goroutine, bounded like any request of
 // the attempt.
-func (a *attempt) startRead(ctx context.Context) *pendingRead {
+func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pendingRead{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
 	go func() {
 		defer close(r.done)
-		r.p, _ = a.e.c.getProperties(rctx) // a failed read is simply not used
+		r.v, r.err = req(rctx)
 	}()
 	return r
 }
 
-// readDone wraps a read already made (nil: none).
-func readDone(p *Properties) *pendingRead {
-	r := &pendingRead{done: make(chan struct{}), p: p, cancel: func() {}}
+// answered is an answer had before, as if it had just come.
+func answered[T any](v T) *inflight[T] {
+	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// waitFor returns the read once it has answered (nil if it failed), or nil
-// after d.
-func (r *pendingRead) waitFor(d time.Duration) *Properties {
-	if waitFor(r.done, d) {
-		return r.p
+// abandon cancels the request if it is still in flight and waits for its
+// goroutine to end. Safe on nil and more than once.
+func (r *inflight[T]) abandon() {
+	if r == nil {
+		return
 	}
-	return nil
-}
-
-// abandon cancels the read if it is still in flight and waits for its
-// goroutine to end. Safe more than once.
-func (r *pendingRead) abandon() {
 	r.cancel()
 	<-r.done
 }

@@ -43,12 +43,22 @@ const (
 	codeLeaseBreaking     = string(bloberror.LeaseIsBreakingAndCannotBeAcquired)
 )
 
+// fail maps a failed request's error; nil stays nil. The storage edge
+// (azblob.go) calls it once on what the SDK returns, so that nothing past
+// the edge sees an SDK error.
+func (c *Container) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.mapError(op, err)
+}
+
 // mapError is the one place where storage and network errors are classified
 // and turned into a *StorageError: an *azcore.ResponseError (the service
 // answered, with a status and an x-ms-error-code) by status and code,
 // anything else (no answer) by its cause. It never keeps the original
 // error, whose text may hold the request URL with its SAS signature.
-func (c *Client) mapError(op string, err error) *StorageError {
+func (c *Container) mapError(op string, err error) *StorageError {
 	var se *StorageError
 	if errors.As(err, &se) {
 		return se
@@ -56,7 +66,7 @@ func (c *Client) mapError(op string, err error) *StorageError {
 	se = &StorageError{Op: op}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		se.StatusCode, se.Code, se.setting = re.StatusCode, re.ErrorCode, settingOf(re)
+		se.StatusCode, se.Code, se.setting, se.date = re.StatusCode, re.ErrorCode, settingOf(re), answerDate(re.RawResponse)
 		switch {
 		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
 			se.kind = kindContainerMissing
@@ -120,17 +130,17 @@ func (c *Client) mapError(op string, err error) *StorageError {
 
 // hint says what to do about an answer, where there is something to do;
 // permission is whether the service said the credential lacks a permission.
-func (c *Client) hint(se *StorageError, permission bool) string {
+func (c *Container) hint(se *StorageError, permission bool) string {
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
 		switch c.auth {
 		case authEntra:
 			if permission {
 				return "grant this identity the 'Storage Blob Data Contributor' role on container " +
-					c.container + " or on the storage account"
+					c.name + " or on the storage account"
 			}
 			return "the identity was refused: check its role ('Storage Blob Data Contributor' on container " +
-				c.container + " or on the account), its tenant, and the account's network rules"
+				c.name + " or on the account), its tenant, and the account's network rules"
 		case authSAS:
 			if permission {
 				return "the SAS token lacks a permission: it needs read, add, create and write on the blob " +
@@ -158,9 +168,9 @@ var (
 const maxCauseLen = 400
 
 // sanitize renders err without secrets: URLs lose their query string, SAS
-// signatures and the client's own secrets are redacted, and whitespace is
+// signatures and the credentials' own secrets are redacted, and whitespace is
 // folded so that the text fits on one line.
-func (c *Client) sanitize(err error) string {
+func (c *Container) sanitize(err error) string {
 	s := err.Error()
 	s = urlQuery.ReplaceAllString(s, "$1")
 	s = sigParam.ReplaceAllString(s, "sig=REDACTED")

@@ -75,7 +75,7 @@ func TestNewClientConfigErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			tc.edit(&cfg)
-			c, err := NewClient(cfg)
+			c, err := NewLeaseBlob(cfg)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("rejected: %v", err)
@@ -120,7 +120,7 @@ func TestParseConnectionString(t *testing.T) {
 }
 
 func TestURLAndSASClientHideSecrets(t *testing.T) {
-	c, err := NewClient(ClientConfig{Container: "leaderrun", Blob: "cron/my report", Account: "acct", SASToken: testSAS})
+	c, err := NewLeaseBlob(ClientConfig{Container: "leaderrun", Blob: "cron/my report", Account: "acct", SASToken: testSAS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestURLAndSASClientHideSecrets(t *testing.T) {
 	}
 	ue := &url.Error{Op: "Put", URL: "https://acct.blob.core.windows.net/leaderrun/cron?comp=lease&" + testSAS,
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}
-	se := c.mapError("acquire", fmt.Errorf("wrapped: %w", ue))
+	se := c.c.mapError("acquire", fmt.Errorf("wrapped: %w", ue))
 	msg := se.Error()
 	for _, secret := range []string{"sig", "c2VjcmV0", "comp=lease", testSAS} {
 		if strings.Contains(msg, secret) {
@@ -145,7 +145,7 @@ func TestURLAndSASClientHideSecrets(t *testing.T) {
 }
 
 func TestMapError(t *testing.T) {
-	c := &Client{container: "c", auth: authEntra, secrets: []string{"topsecret"}}
+	c := &Container{name: "c", auth: authEntra, secrets: []string{"topsecret"}}
 	for _, tc := range []struct {
 		name      string
 		err       error
@@ -273,7 +273,7 @@ func TestBreak(t *testing.T) {
 
 // A ResponseError made by the SDK keeps only status and code in our message.
 func TestStorageErrorMessage(t *testing.T) {
-	c := &Client{auth: authSharedKey}
+	c := &Container{auth: authSharedKey}
 	se := c.mapError("renew", &azcore.ResponseError{StatusCode: 403, ErrorCode: "AuthenticationFailed"})
 	want := "lease: renew: storage answered 403 AuthenticationFailed (check the account name and key, " +
 		"this host's clock (key-signed requests carry its time), and the account's network rules)"
@@ -310,7 +310,7 @@ func TestBlackHoledServerHonoursDeadlines(t *testing.T) {
 			conn.Close()
 		}
 	})
-	c, err := NewClient(ClientConfig{Account: devAccount, AccountKey: devKey,
+	c, err := NewLeaseBlob(ClientConfig{Account: devAccount, AccountKey: devKey,
 		Endpoint: "http://" + ln.Addr().String() + "/" + devAccount, Container: "c-1", Blob: "lock"})
 	if err != nil {
 		t.Fatal(err)
@@ -320,9 +320,9 @@ func TestBlackHoledServerHonoursDeadlines(t *testing.T) {
 		name string
 		do   func(ctx context.Context) error
 	}{
-		{"renew", func(ctx context.Context) error { _, err := c.renew(ctx, id); return err }},
-		{"acquire", func(ctx context.Context) error { _, err := c.acquire(ctx, id, 15*time.Second); return err }},
-		{"set metadata", func(ctx context.Context) error { _, err := c.setMetadata(ctx, id, "", nil); return err }},
+		{"renew", func(ctx context.Context) error { _, err := c.api.renewLease(ctx, id); return err }},
+		{"acquire", func(ctx context.Context) error { _, err := c.api.acquireLease(ctx, id, 15); return err }},
+		{"set metadata", func(ctx context.Context) error { _, err := c.api.setMetadata(ctx, id, "", nil); return err }},
 		{"properties", func(ctx context.Context) error { _, err := c.Properties(ctx); return err }},
 		{"break", func(ctx context.Context) error { _, err := c.BreakLease(ctx, 0); return err }},
 	} {

@@ -37,7 +37,7 @@ func TestConfigValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.edit(&cfg)
-			e, err := NewElector(&Client{}, cfg)
+			e, err := NewElector(&Blob{}, cfg)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("rejected: %v", err)
@@ -55,7 +55,7 @@ func TestConfigValidation(t *testing.T) {
 		})
 	}
 	t.Run("derived", func(t *testing.T) {
-		e, err := NewElector(&Client{}, Config{Duration: 30 * time.Second, KillGrace: 20 * time.Second, Identity: "x"})
+		e, err := NewElector(&Blob{}, Config{Duration: 30 * time.Second, KillGrace: 20 * time.Second, Identity: "x"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestConfigValidation(t *testing.T) {
 		}
 	})
 	t.Run("wait options", func(t *testing.T) {
-		e, err := NewElector(&Client{}, ok)
+		e, err := NewElector(&Blob{}, ok)
 		if err != nil {
 			t.Fatal(err)
 		}

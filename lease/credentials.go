@@ -90,7 +90,7 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 // SAS (sent in the URL), or DefaultAzureCredential (managed identity,
 // workload identity, environment service principal, Azure CLI login),
 // whose token requests use the same bounded transport.
-func (c *Client) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
+func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
 	var auth azAuth
 	switch src.auth {
 	case authSharedKey:

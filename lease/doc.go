@@ -1,10 +1,10 @@
 // Package lease is leaderrun's leadership: a lease on an Azure Storage blob.
 //
-// A [Client] addresses one blob (the lock) and reads or breaks its lease. An
-// [Elector] acquires the lease for one holder identity, waiting for it if
-// asked; the resulting [Lease] records runs in the blob's metadata, and its
-// keeper ([Lease.Keep]) renews it and closes [Lease.Lost] when the lease can
-// no longer be trusted.
+// A [Container] holds the credentials and lists its blobs; a [Blob] of it
+// (the lock) reads or breaks its lease. An [Elector] acquires the lease for
+// one holder identity, waiting for it if asked; the resulting [Lease]
+// records runs in the blob's metadata, and its keeper ([Lease.Keep]) renews
+// it and closes [Lease.Lost] when the lease can no longer be trusted.
 //
 // # The promise
 //

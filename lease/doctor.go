@@ -90,11 +90,16 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 		return nil, err
 	}
 	name := cfg.Client.Blob
-	var c *Client
+	var (
+		c  *Container
+		lb *Blob
+	)
 	if name != "" {
-		c, err = NewClient(cfg.Client)
+		if lb, err = NewLeaseBlob(cfg.Client); err == nil {
+			c = lb.c
+		}
 	} else {
-		c, err = NewContainerClient(cfg.Client)
+		c, err = NewContainer(cfg.Client)
 	}
 	if se := asStorageError(err); se != nil {
 		// No Microsoft Entra ID credential could be made on this host.
@@ -110,11 +115,11 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	s, err := c.Sibling(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
+	s, err := c.Blob(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
-	d := &doctor{c: c, s: s, name: name, cfg: lc, src: src, sas: sasFields(src.sas), results: map[string]Check{}}
+	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: src, sas: sasFields(src.sas), results: map[string]Check{}}
 	if src.auth == authEntra {
 		stop := d.watchCredential()
 		defer stop()
@@ -125,9 +130,11 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 
 // doctor is one run of Doctor.
 type doctor struct {
-	c, s    *Client // the lease NAME (or the container) and the scratch blob
-	name    string  // the lease name; "" for none
-	cfg     Config  // the run's timing, defaults applied
+	c       *Container
+	lease   *Blob  // the lease NAME; nil for none
+	s       *Blob  // the scratch blob
+	name    string // the lease name; "" for none
+	cfg     Config // the run's timing, defaults applied
 	src     credentialSource
 	sas     url.Values // the SAS token's fields, signature left out; nil without one
 	results map[string]Check
@@ -174,7 +181,7 @@ func (d *doctor) do(ctx context.Context, op string, f func(context.Context) erro
 	err := f(rctx)
 	r := reply{rtt: time.Since(sent)}
 	if err != nil {
-		r.err = d.s.mapError(op, err)
+		r.err = d.c.mapError(op, err)
 	}
 	if raw != nil {
 		if raw.Request != nil && d.version == "" {
@@ -248,17 +255,17 @@ func (d *doctor) probe(ctx context.Context) bool {
 		return false
 	case !r.answered():
 		d.set(CheckCredential, CheckWarning, "%s: not checked (no answer)", d.credential())
-		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.s.containerURL, answerText(se))
+		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.c.url, answerText(se))
 		return false
 	case permissionRefused(se):
 		d.set(CheckRead, CheckFailed, "refused: %s", d.refusal(se, "read (r)"))
 	default:
 		d.set(CheckCredential, CheckWarning, "%s: not checked (unexpected answer)", d.credential())
-		d.set(CheckEndpoint, CheckFailed, "%s answered %s", d.s.containerURL, answerText(se))
+		d.set(CheckEndpoint, CheckFailed, "%s answered %s", d.c.url, answerText(se))
 		return false
 	}
 	d.set(CheckCredential, CheckOK, "%s: accepted", d.credential())
-	d.set(CheckEndpoint, CheckOK, "%s", d.s.containerURL)
+	d.set(CheckEndpoint, CheckOK, "%s", d.c.url)
 	v := cmp.Or(d.version, "the SDK's")
 	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", v)
 	return true

@@ -66,8 +66,8 @@ func (d *doctor) leaseAndMetadata(ctx context.Context) {
 func (d *doctor) list(ctx context.Context, created bool) {
 	var found bool
 	r := d.do(ctx, "list blobs", func(ctx context.Context) error {
-		blobs, _, err := d.s.lister.listBlobs(ctx, d.s.blobName, false)
-		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.blobName })
+		blobs, _, err := d.c.api.listBlobs(ctx, d.s.name, false)
+		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
 		return err
 	})
 	const who = "list, status's slots and pause, completion and runs with --slots above 1 need it"
@@ -75,7 +75,7 @@ func (d *doctor) list(ctx context.Context, created bool) {
 	case r.err != nil:
 		d.set(CheckList, CheckWarning, "refused: %s; %s", d.refusal(r.err, "list (l), in a container or account SAS"), who)
 	case created && !found:
-		d.set(CheckList, CheckWarning, "allowed, but the listing did not show %s", d.s.blobName)
+		d.set(CheckList, CheckWarning, "allowed, but the listing did not show %s", d.s.name)
 	default:
 		d.set(CheckList, CheckOK, "allowed")
 	}
@@ -89,7 +89,7 @@ func (d *doctor) remove(ctx context.Context) {
 			d.refusal(r.err, "delete (d)"), d.s.URL())
 		return
 	}
-	d.set(CheckDelete, CheckOK, "allowed: %s deleted", d.s.blobName)
+	d.set(CheckDelete, CheckOK, "allowed: %s deleted", d.s.name)
 }
 
 // clock compares this host's clock with the service's Date headers.
@@ -120,7 +120,7 @@ func (d *doctor) leaseName(ctx context.Context) {
 	var p *Properties
 	r := d.do(ctx, "get properties", func(ctx context.Context) error {
 		var err error
-		p, err = d.c.getProperties(ctx)
+		p, err = d.lease.getProperties(ctx)
 		return err
 	})
 	switch {
@@ -282,7 +282,7 @@ func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)
 	case authEntra:
 		return fmt.Sprintf("%s: grant this identity the 'Storage Blob Data Contributor' role on container %s (or on the account)",
-			what, d.c.container)
+			what, d.c.name)
 	}
 	return answerText(se)
 }

@@ -17,7 +17,7 @@ func (d *doctor) account(ctx context.Context) {
 	var ai accountInfo
 	r := d.do(ctx, "get account information", func(ctx context.Context) error {
 		var err error
-		ai, err = d.s.api.(accountAPI).accountInfo(ctx)
+		ai, err = d.c.api.accountInfo(ctx)
 		return err
 	})
 	if r.err != nil {
@@ -52,7 +52,7 @@ func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 	var ci containerInfo
 	r := d.do(ctx, "get container properties", func(ctx context.Context) error {
 		var err error
-		ci, err = d.s.api.(accountAPI).containerInfo(ctx)
+		ci, err = d.c.api.containerInfo(ctx)
 		return err
 	})
 	switch {
@@ -60,13 +60,13 @@ func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 		c := d.do(ctx, "create container", func(ctx context.Context) error { _, err := d.s.api.createContainer(ctx); return err })
 		if c.err != nil && c.err.kind != kindExists {
 			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
-				d.c.container, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
+				d.c.name, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
 			return false, false
 		}
-		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.c.container)
+		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.c.name)
 	case r.err != nil:
 		d.set(CheckContainer, CheckWarning, "cannot tell whether %s has an immutability policy or a legal hold: %s",
-			d.c.container, answerText(r.err))
+			d.c.name, answerText(r.err))
 		d.containerUnread = r.err
 	case ci.LegalHold || ci.ImmutabilityPolicy:
 		var what []string
@@ -76,10 +76,10 @@ func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 		if ci.LegalHold {
 			what = append(what, "a legal hold")
 		}
-		d.set(CheckContainer, CheckFailed, "%s has %s: %s; %s", d.c.container, strings.Join(what, " and "), immutableCause, immutableFix)
+		d.set(CheckContainer, CheckFailed, "%s has %s: %s; %s", d.c.name, strings.Join(what, " and "), immutableCause, immutableFix)
 		return true, false
 	default:
-		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.container)
+		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.name)
 	}
 	return true, true
 }
@@ -92,7 +92,7 @@ func (d *doctor) containerWritten() {
 		return
 	}
 	d.set(CheckContainer, CheckOK, "%s: no immutability policy or legal hold stops a write (the scratch blob's metadata and delete went through; "+
-		"its properties were not readable: %s)", d.c.container, answerText(d.containerUnread))
+		"its properties were not readable: %s)", d.c.name, answerText(d.containerUnread))
 }
 
 // create creates the scratch blob as a run creates a lease blob.
@@ -102,7 +102,7 @@ func (d *doctor) create(ctx context.Context) bool {
 		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
 		return false
 	}
-	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.blobName)
+	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.name)
 	return true
 }
 

@@ -19,19 +19,19 @@ import (
 // to stop its child before another holder can acquire. Fencing the child's
 // writes needs the term (LEADERRUN_TERM).
 type Elector struct {
-	c   *Client
+	b   *Blob
 	cfg Config
 	log hclog.Logger
 }
 
 // NewElector checks cfg (a *ConfigError if it cannot be safe) and returns an
-// Elector for c's blob.
-func NewElector(c *Client, cfg Config) (*Elector, error) {
+// Elector for the lease blob b (NewLeaseBlob).
+func NewElector(b *Blob, cfg Config) (*Elector, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{c: c, cfg: cfg, log: cfg.Logger.Named("lease")}, nil
+	return &Elector{b: b, cfg: cfg, log: cfg.Logger.Named("lease")}, nil
 }
 
 // Config returns the checked configuration, defaults filled in.
@@ -151,20 +151,14 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.Once && e.cfg.Slots > 1 {
 		return nil, errOnceWithSlots(e.cfg.Slots)
 	}
-	a := &attempt{e: e, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString()}
+	a := &attempt{e: e, b: e.b, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString()}
 	if w.Timeout > 0 {
 		a.deadline = time.Now().Add(w.Timeout)
 	}
 	if err := a.doneBefore(ctx); err != nil {
 		return nil, err // once.go: --once-per-host, this host is done
 	}
-	if e.cfg.Slots > 1 {
-		return a.runSlots(ctx) // slots.go
-	}
 	l, err := a.run(ctx)
-	if err == nil {
-		err = a.doneAfter(ctx, l)
-	}
 	if err != nil {
 		a.cleanup(ctx)
 		return nil, err

@@ -174,8 +174,9 @@ type StorageError struct {
 	Err        error  // sanitized cause when no answer came; nil otherwise
 
 	kind    errKind
-	summary string  // what happened when no answer came; "storage unreachable" if empty
-	setting setting // the account's or the container's setting that refused it (account.go)
+	summary string    // what happened when no answer came; "storage unreachable" if empty
+	setting setting   // the account's or the container's setting that refused it (account.go)
+	date    time.Time // the answer's Date header; zero if none came
 }
 
 // noCredential is a StorageError's summary when no credential could be

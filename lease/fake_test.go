@@ -83,11 +83,11 @@ func newFakeStore(t *testing.T) *fakeStore {
 		state: StateAvailable, etag: 1, calls: map[string]int{}}
 }
 
-func (s *fakeStore) client() *Client {
-	return &Client{
-		url: "https://acct.blob.core.windows.net/c/lock", container: "c", blobName: "lock",
-		api: fakeAPI{s}, log: hclog.NewNullLogger(),
-	}
+// client is the fake's blob "lock" of the container "c". Its requests are
+// mapped as the storage edge maps them (fakeAPI.mapped).
+func (s *fakeStore) client() *Blob {
+	c := &Container{name: "c", url: "https://acct.blob.core.windows.net/c", log: hclog.NewNullLogger()}
+	return &Blob{c: c, name: "lock", url: c.BlobURL("lock"), api: fakeAPI{s, c}}
 }
 
 func (s *fakeStore) setHook(h func(ctx context.Context, op string) error) {
@@ -200,8 +200,16 @@ func (s *fakeStore) leaseState() State {
 	return s.stateLocked()
 }
 
-// fakeAPI is the blobAPI of a fakeStore.
-type fakeAPI struct{ s *fakeStore }
+// fakeAPI is the blobAPI of a fakeStore. It maps its failures as the
+// storage edge does, so that what comes out of it is what comes out of
+// azBlob.
+type fakeAPI struct {
+	s *fakeStore
+	c *Container
+}
+
+// mapped maps *err as azBlob does (Container.fail).
+func (f fakeAPI) mapped(op string, err *error) { *err = f.c.fail(op, *err) }
 
 var _ blobAPI = fakeAPI{}
 
@@ -211,7 +219,8 @@ func (s *fakeStore) answerLocked() answer {
 
 func (s *fakeStore) etagLocked() string { return fmt.Sprintf("\"0x%X\"", s.etag) }
 
-func (f fakeAPI) acquireLease(ctx context.Context, id string, seconds int) (answer, error) {
+func (f fakeAPI) acquireLease(ctx context.Context, id string, seconds int) (_ answer, err error) {
+	defer f.mapped("acquire", &err)
 	s := f.s
 	if err := s.enter(ctx, opAcquire); err != nil {
 		return answer{}, err
@@ -241,7 +250,8 @@ func (f fakeAPI) acquireLease(ctx context.Context, id string, seconds int) (answ
 	return s.answerOrLoseLocked(opAcquire, s.answerLocked())
 }
 
-func (f fakeAPI) renewLease(ctx context.Context, id string) (answer, error) {
+func (f fakeAPI) renewLease(ctx context.Context, id string) (_ answer, err error) {
+	defer f.mapped("renew", &err)
 	s := f.s
 	if err := s.enter(ctx, opRenew); err != nil {
 		return answer{}, err
@@ -261,7 +271,8 @@ func (f fakeAPI) renewLease(ctx context.Context, id string) (answer, error) {
 	return s.answerLocked(), nil
 }
 
-func (f fakeAPI) releaseLease(ctx context.Context, id string) (answer, error) {
+func (f fakeAPI) releaseLease(ctx context.Context, id string) (_ answer, err error) {
+	defer f.mapped("release", &err)
 	s := f.s
 	if err := s.enter(ctx, opRelease); err != nil {
 		return answer{}, err
@@ -278,7 +289,8 @@ func (f fakeAPI) releaseLease(ctx context.Context, id string) (answer, error) {
 	return s.answerLocked(), nil
 }
 
-func (f fakeAPI) breakLease(ctx context.Context, period int) (answer, error) {
+func (f fakeAPI) breakLease(ctx context.Context, period int) (_ answer, err error) {
+	defer f.mapped("break", &err)
 	s := f.s
 	if err := s.enter(ctx, opBreak); err != nil {
 		return answer{}, err
@@ -304,7 +316,8 @@ func (f fakeAPI) breakLease(ctx context.Context, period int) (answer, error) {
 	return a, nil
 }
 
-func (f fakeAPI) getProperties(ctx context.Context) (blobProps, error) {
+func (f fakeAPI) getProperties(ctx context.Context) (_ blobProps, err error) {
+	defer f.mapped("get properties", &err)
 	s := f.s
 	if err := s.enter(ctx, opGetProps); err != nil {
 		return blobProps{}, err
@@ -321,7 +334,8 @@ func (f fakeAPI) getProperties(ctx context.Context) (blobProps, error) {
 	return blobProps{answer: s.answerLocked(), LeaseState: string(s.stateLocked()), Metadata: md}, nil
 }
 
-func (f fakeAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[string]string) (answer, error) {
+func (f fakeAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[string]string) (_ answer, err error) {
+	defer f.mapped("set metadata", &err)
 	s := f.s
 	if err := s.enter(ctx, opSetMeta); err != nil {
 		return answer{}, err
@@ -356,7 +370,8 @@ func (f fakeAPI) setMetadata(ctx context.Context, id, ifMatch string, md map[str
 	return s.answerOrLoseLocked(opSetMeta, s.answerLocked())
 }
 
-func (f fakeAPI) createBlob(ctx context.Context) (answer, error) {
+func (f fakeAPI) createBlob(ctx context.Context) (_ answer, err error) {
+	defer f.mapped("create blob", &err)
 	s := f.s
 	if err := s.enter(ctx, opUpload); err != nil {
 		return answer{}, err
@@ -374,7 +389,8 @@ func (f fakeAPI) createBlob(ctx context.Context) (answer, error) {
 	return s.answerLocked(), nil
 }
 
-func (f fakeAPI) createContainer(ctx context.Context) (answer, error) {
+func (f fakeAPI) createContainer(ctx context.Context) (_ answer, err error) {
+	defer f.mapped("create container", &err)
 	s := f.s
 	if err := s.enter(ctx, opContainer); err != nil {
 		return answer{}, err
@@ -388,7 +404,8 @@ func (f fakeAPI) createContainer(ctx context.Context) (answer, error) {
 	return answer{Date: *s.now(), ETag: `"0xC0"`, LeaseTime: -1}, nil
 }
 
-func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (answer, error) {
+func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (_ answer, err error) {
+	defer f.mapped("put blob", &err)
 	s := f.s
 	if err := s.enter(ctx, opPut); err != nil {
 		return answer{}, err
@@ -409,7 +426,8 @@ func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (answer, err
 	return s.answerOrLoseLocked(opSetMeta, s.answerLocked())
 }
 
-func (f fakeAPI) deleteBlob(ctx context.Context) (answer, error) {
+func (f fakeAPI) deleteBlob(ctx context.Context) (_ answer, err error) {
+	defer f.mapped("delete blob", &err)
 	s := f.s
 	if err := s.enter(ctx, opDelete); err != nil {
 		return answer{}, err

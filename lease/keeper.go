@@ -101,10 +101,10 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 
 		sent := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, minTime(sent.Add(l.renewTry()), stopAt))
-		date, err := l.c.renew(rctx, l.ID)
+		ans, err := l.b.api.renewLease(rctx, l.ID)
 		cancel()
 		if err == nil {
-			l.renewed(sent, date)
+			l.renewed(sent, ans.Date)
 			failures.reset()
 			lastErr = nil
 			next = sent.Add(l.renewInterval)

@@ -38,7 +38,7 @@ type Lease struct {
 	// KillGrace capped at Duration/3 (see Config.StopBudget).
 	StopBudget time.Duration
 
-	c             *Client
+	b             *Blob
 	renewInterval time.Duration
 	log           hclog.Logger
 
@@ -64,11 +64,11 @@ type Lease struct {
 	released   bool
 }
 
-func newLease(c *Client, cfg Config, id string, sent, date time.Time) *Lease {
+func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
 	l := &Lease{
-		ID: id, Name: c.blobName, URL: c.url, Identity: cfg.Identity,
+		ID: id, Name: b.name, URL: b.url, Identity: cfg.Identity,
 		AcquiredAt: date, Duration: cfg.Duration, StopBudget: cfg.StopBudget(),
-		c: c, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"),
+		b: b, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"),
 		lost: make(chan struct{}), renewedAt: make(chan time.Time, 1),
 		tOK: sent, meta: map[string]string{},
 	}
@@ -145,17 +145,15 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	err := retryTransient(rctx, func() error {
-		date, err := l.c.setMetadata(rctx, l.ID, "", md)
+		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
 		if err == nil {
-			l.sawDate(date)
+			l.sawDate(ans.Date)
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		se := asStorageError(err)
-		se.Op = op
-		return se
+		return renamed(err, op)
 	})
 	if err != nil {
 		return err
@@ -214,7 +212,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	return retryTransient(rctx, func() error {
-		err := l.c.release(rctx, l.ID)
+		_, err := l.b.api.releaseLease(rctx, l.ID)
 		se := asStorageError(err)
 		switch {
 		case err == nil:

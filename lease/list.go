@@ -1,5 +1,4 @@
-// Listing: a client for another blob of the same container (a slot or a
-// marker of the lease), and one listing of the blobs under a prefix with
+// Listing: one listing of the blobs of a container under a prefix, with
 // their lease state and metadata.
 
 package lease
@@ -15,7 +14,8 @@ import (
 )
 
 // containerAPI is the storage edge for requests on the container as a
-// whole. azBlob sends them; tests may use a fake.
+// whole. azContainer sends them; tests may use a fake. Failures are
+// *StorageError, mapped at the edge.
 type containerAPI interface {
 	// listBlobs lists the blobs whose names begin with prefix, with
 	// their lease state and metadata, following every page. The answer
@@ -23,6 +23,10 @@ type containerAPI interface {
 	// does not page through the helper blobs (names.go): the listing
 	// stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
+	// accountInfo is Get Account Information (account.go).
+	accountInfo(ctx context.Context) (accountInfo, error)
+	// containerInfo is Get Container Properties (account.go).
+	containerInfo(ctx context.Context) (containerInfo, error)
 }
 
 // listedBlob is one blob of a listing.
@@ -33,27 +37,25 @@ type listedBlob struct {
 	Metadata   map[string]string // names lowercased; never nil
 }
 
-// pagerLister is the part of the SDK's container client that lists.
-type pagerLister interface {
-	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
-}
-
-var (
-	_ pagerLister  = (*container.Client)(nil)
-	_ containerAPI = (*azBlob)(nil)
-)
-
 // maxListPages bounds one listing: 5,000 blobs a page, so 100 pages are
 // half a million blobs under one prefix, far beyond what a container of
 // leases holds. A listing that would go on is an error, not a partial
 // answer.
 const maxListPages = 100
 
-func (a *azBlob) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
-	pl, ok := a.container.(pagerLister)
-	if !ok {
-		return nil, answer{}, fmt.Errorf("lease: the container client cannot list")
-	}
+func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
+	blobs, last, err := listPages(ctx, a.container, prefix, skipHelpers)
+	return blobs, last, a.c.fail("list blobs", err)
+}
+
+// pagerLister is the part of the SDK's container client that lists (a
+// test serves it pages of its own).
+type pagerLister interface {
+	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
+}
+
+// listPages is listBlobs on pl, its failures not yet mapped.
+func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
 	opts := &container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}}
 	if prefix != "" {
 		opts.Prefix = &prefix
@@ -168,30 +170,29 @@ type Listed struct {
 // the answer. The directories of a hierarchical-namespace account are
 // left out. A missing container is an empty listing. Failures are
 // *StorageError; a done ctx returns ctx.Err().
-func (c *Client) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
+func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
 }
 
 // ListLeases is List of the whole container without the helper blobs
 // (names.go: done markers): the listing does not page through them,
 // however many accumulate.
-func (c *Client) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
+func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
 	return c.list(ctx, "", true)
 }
 
-func (c *Client) list(ctx context.Context, prefix string, skipHelpers bool) ([]Listed, time.Time, error) {
+func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) ([]Listed, time.Time, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	blobs, ans, err := c.lister.listBlobs(rctx, prefix, skipHelpers)
+	blobs, ans, err := c.api.listBlobs(rctx, prefix, skipHelpers)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, time.Time{}, ctx.Err()
 		}
-		se := c.mapError("list blobs", err)
-		if se.kind == kindContainerMissing {
-			return nil, errorDate(err), nil
+		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing {
+			return nil, se.date, nil
 		}
-		return nil, time.Time{}, se
+		return nil, time.Time{}, err
 	}
 	out := make([]Listed, 0, len(blobs))
 	for _, b := range blobs {
@@ -203,21 +204,4 @@ func (c *Client) list(ctx context.Context, prefix string, skipHelpers bool) ([]L
 		out = append(out, Listed{Name: b.Name, Props: p})
 	}
 	return out, ans.Date, nil
-}
-
-// Sibling returns a client for another blob of the same container (a slot
-// or a marker of this lease: see names.go), with the same credentials and
-// transport. It makes no request.
-func (c *Client) Sibling(blob string) (*Client, error) {
-	if err := validateBlobName(blob); err != nil {
-		return nil, err
-	}
-	url := c.containerURL + "/" + escapeBlobName(blob)
-	api, err := newAzBlob(url, c.containerURL, c.azAuth, c.opts)
-	if err != nil {
-		return nil, configErr("endpoint", "%s", c.sanitize(err))
-	}
-	s := *c
-	s.url, s.blobName, s.api, s.lister = url, blob, api, api
-	return &s, nil
 }

@@ -6,7 +6,7 @@ package lease
 import "time"
 
 // PropertiesOf parses a blob's lease state and metadata as a container
-// listing returns them, the way Client.Properties parses a read: keys are
+// listing returns them, the way Blob.Properties parses a read: keys are
 // lowercased, malformed values read as absent. date is the listing's Date.
 func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
 	if state == "" {

@@ -46,10 +46,10 @@ func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 // is written to it.
 func (a *attempt) pollCheck(p *Properties) error {
 	if p.Directory {
-		return directoryError(a.e.c.blobName)
+		return directoryError(a.b.name)
 	}
 	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
-		return slotsErr(leaseName(a.e.c.blobName), a.e.cfg.Slots, r)
+		return slotsErr(leaseName(a.b.name), a.e.cfg.Slots, r)
 	}
 	if a.w.Once {
 		if s := LastSuccess(p.Metadata); s != nil {
@@ -63,9 +63,9 @@ func (a *attempt) pollCheck(p *Properties) error {
 // an earlier release (legacyDoneBlob) is read too, only when the current
 // one is absent: a host that finished before an upgrade stays done.
 func (a *attempt) hostDone(ctx context.Context) (bool, error) {
-	name := leaseName(a.e.c.blobName)
+	name := leaseName(a.b.name)
 	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
-		m, err := a.e.c.Sibling(blob)
+		m, err := a.b.c.Blob(blob)
 		if err != nil {
 			return false, err
 		}
@@ -105,24 +105,48 @@ func (a *attempt) doneBefore(ctx context.Context) error {
 	return nil
 }
 
-// doneAfter is the check again once l is held, so that a contender of the
-// same host that waited while this host's run succeeded does not run again
-// (the marker is written before the release). A skip releases l.
+// doneAfter is --once-per-host's check again once l is held, so that a
+// contender of the same host that waited while this host's run succeeded
+// does not run again (the marker is written before the release): a read of
+// the done marker, which skips. With several slots one listing follows:
+// another slot held by this host (a second leaderrun of the same host)
+// sends this one back to waiting (errHeldNow); two of the same host that
+// acquire at the same moment each list after their own claim, so at least
+// one of them sees the other. Any outcome but going on releases l.
 func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if a.w.OncePerHost == "" {
 		return nil
 	}
 	done, err := a.hostDone(ctx)
-	if err == nil && !done {
+	if err == nil && done {
+		err = a.doneSkip()
+	}
+	if err == nil && a.e.cfg.Slots > 1 {
+		err = a.otherSlotOfHost(ctx, l.Slot)
+	}
+	if err == nil {
 		return nil
 	}
 	if rerr := l.ReleaseUnused(ctx); rerr != nil {
 		a.e.log.Debug("release after the done check failed", "error", rerr)
 	}
+	return err
+}
+
+// otherSlotOfHost lists the lease's slots: errHeldNow if one other than
+// mine is held by this host.
+func (a *attempt) otherSlotOfHost(ctx context.Context, mine int) error {
+	rctx, cancel := a.requestCtx(ctx)
+	listed, date, err := a.b.c.List(rctx, a.b.name)
+	cancel()
 	if err != nil {
 		return err
 	}
-	return a.doneSkip()
+	if viewOf(a.b.name, listed, date, nil).heldByHost(a.w.OncePerHost, mine) {
+		a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
+		return errHeldNow
+	}
+	return nil
 }
 
 // MarkDone records that host completed a run with status 0 under the
@@ -131,21 +155,18 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 // before Release, so that the marker exists before anyone else can take
 // the slot. Transient failures are retried for up to requestTimeout.
 func (l *Lease) MarkDone(ctx context.Context, host string) error {
-	m, err := l.c.Sibling(DoneBlob(l.Name, host))
+	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
 	if err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	return retryTransient(rctx, func() error {
-		if _, err := m.api.createBlob(rctx); err != nil {
-			se := m.mapError("create done marker", err)
-			if se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed {
-				return nil
-			}
-			return se
+		_, err := m.api.createBlob(rctx)
+		if se := asStorageError(err); se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
+			return nil
 		}
-		return nil
+		return renamed(err, "create done marker")
 	})
 }
 

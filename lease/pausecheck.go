@@ -1,6 +1,6 @@
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause, see names.go and pause.go), and the contender's check
-// before each acquire (see attempt.run in acquire.go).
+// before each acquire (see attempt.acquireOne in acquire.go).
 //
 // Cost: a contender reads the marker once per acquire attempt, never per
 // poll of a held lease. The optimistic first acquire sends the read together
@@ -33,8 +33,8 @@ var errPausedNow = errors.New("lease: paused")
 // it records, nil if there is no marker, and the service's Date of the
 // answer, by which Pause.Active tells whether it is still in force.
 // Failures are *StorageError; a done ctx returns ctx.Err().
-func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
-	m, err := c.pauseMarker()
+func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -55,8 +55,8 @@ func (c *Client) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 // Transient failures are retried within requestTimeout: the write replaces
 // the whole marker, so sending it again after an answer that was lost
 // writes the same pause.
-func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
-	m, err := c.pauseMarker()
+func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -76,35 +76,32 @@ func (c *Client) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		se := m.mapError("write pause marker", err)
-		if se.kind != kindContainerMissing {
-			return se
+		if se := asStorageError(err); se == nil || se.kind != kindContainerMissing {
+			return renamed(err, "write pause marker")
 		}
 		// Create the container only: an empty marker blob would be an
 		// open-ended pause if the write then failed.
 		if _, err := m.api.createContainer(rctx); err != nil {
-			if se := m.mapError("create container", err); se.kind != kindExists {
-				return se
+			if se := asStorageError(err); se == nil || se.kind != kindExists {
+				return err
 			}
 		}
-		if ans, err = m.api.putBlob(rctx, md); err != nil {
-			return m.mapError("write pause marker", err)
-		}
+		ans, err = m.api.putBlob(rctx, md)
 		date = ans.Date
-		return nil
+		return renamed(err, "write pause marker")
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
-	c.log.Debug("pause marker written", "url", m.url)
+	b.c.log.Debug("pause marker written", "url", m.url)
 	return date, nil
 }
 
 // DeletePause deletes the lease's pause marker; existed is false when there
 // was none. Transient failures are retried within requestTimeout; a marker
 // found gone after a try whose answer was lost was deleted by that try.
-func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
-	m, err := c.pauseMarker()
+func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
+	m, err := b.pauseMarker()
 	if err != nil {
 		return false, err
 	}
@@ -120,8 +117,10 @@ func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		se := m.mapError("delete pause marker", err)
+		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {
+		case se == nil:
+			return err
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
 			existed = unanswered
 			return nil
@@ -133,11 +132,11 @@ func (c *Client) DeletePause(ctx context.Context) (existed bool, err error) {
 	return existed, err
 }
 
-func (c *Client) pauseMarker() (*Client, error) {
-	if c.marker == nil {
+func (b *Blob) pauseMarker() (*Blob, error) {
+	if b.marker == nil {
 		return nil, configErr("lease name", "this client has no lease, so no pause marker")
 	}
-	return c.marker, nil
+	return b.marker, nil
 }
 
 // pauseText is how a contender says why it does not acquire: it begins
@@ -153,35 +152,20 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// pauseRead is a read of the pause marker sent alongside an acquire.
-type pauseRead struct {
-	done   chan struct{}
-	reason string // pauseText if the lease is paused at the read's Date; "" if not
-	err    error
-	cancel context.CancelFunc
-}
-
-// startPauseRead sends a read of the pause marker on its own goroutine,
-// bounded like any request of the attempt; nil when the client has no
-// marker (unit tests' fakes).
-func (a *attempt) startPauseRead(ctx context.Context) *pauseRead {
-	if a.e.c.marker == nil {
+// startPauseRead sends a read of the pause marker alongside the acquire;
+// nil when the blob has no marker (unit tests' fakes).
+func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
+	if a.b.marker == nil {
 		return nil
 	}
-	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &pauseRead{done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(r.done)
-		r.reason, r.err = a.e.c.marker.pauseReason(rctx)
-	}()
-	return r
+	return sendAlong(ctx, a, a.b.marker.pauseReason)
 }
 
-// wait returns the read's answer once it has come: the pause's text ("" if
-// not paused) or a failure (*StorageError or a context error). Credentials
-// that may not read the marker (401, 403) read as not paused, with one
-// warning per Acquire.
-func (r *pauseRead) wait(a *attempt) (string, error) {
+// pauseAnswer waits for the marker's read r and returns its answer: the
+// pause's text ("" if not paused) or a failure (*StorageError or a context
+// error). Credentials that may not read the marker (401, 403) read as not
+// paused, with one warning per Acquire.
+func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 	if r == nil {
 		return "", nil
 	}
@@ -193,23 +177,13 @@ func (r *pauseRead) wait(a *attempt) (string, error) {
 		}
 		return "", nil
 	}
-	return r.reason, r.err
+	return r.v, r.err
 }
 
-// abandon cancels the read if it is still in flight and waits for its
-// goroutine. Safe on nil and more than once.
-func (r *pauseRead) abandon() {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
-}
-
-// pauseReason reads the marker with ctx's deadline only (c is the
-// marker's client): pauseText if paused now by the read's Date, "" if not.
-func (c *Client) pauseReason(ctx context.Context) (string, error) {
-	props, err := c.getProperties(ctx)
+// pauseReason reads the marker with ctx's deadline only (m is the
+// marker): pauseText if paused now by the read's Date, "" if not.
+func (m *Blob) pauseReason(ctx context.Context) (string, error) {
+	props, err := m.getProperties(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -230,7 +204,7 @@ func (a *attempt) checkPause(ctx context.Context) (paused, retry bool, err error
 	r := a.startPauseRead(ctx)
 	defer r.abandon()
 	a.reqStart = time.Now()
-	reason, err := r.wait(a)
+	reason, err := a.pauseAnswer(r)
 	if err != nil {
 		if err := a.failed(ctx, err); err != nil {
 			return false, false, err
@@ -255,8 +229,8 @@ func (a *attempt) paused(reason string) bool {
 // succeeded: the marker read sent with it must say "not paused" before the
 // term is claimed. errPausedNow when paused; a failed read is that
 // failure (the caller releases the lease either way).
-func (a *attempt) pausedAfterAcquire(r *pauseRead) error {
-	reason, err := r.wait(a)
+func (a *attempt) pausedAfterAcquire(r *inflight[string]) error {
+	reason, err := a.pauseAnswer(r)
 	if err != nil {
 		return err
 	}

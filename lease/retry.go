@@ -23,6 +23,16 @@ func asStorageError(err error) *StorageError {
 	return nil
 }
 
+// renamed names a failed request by what it was for: the storage edge
+// names it by what it is to the service ("put blob"), the operator knows
+// it as, say, "write pause marker". nil stays nil.
+func renamed(err error, op string) error {
+	if se := asStorageError(err); se != nil {
+		se.Op = op
+	}
+	return err
+}
+
 // backoff is 200 ms doubling to 2 s, ±20 % jitter; n counts from 1.
 func backoff(n int) time.Duration {
 	d := 200 * time.Millisecond

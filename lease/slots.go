@@ -1,7 +1,7 @@
 // slots.go: a lease of N > 1 slots (Config.Slots). Slot I is its own lease
 // blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
-// term and its own run record; this file is how a contender gets one: one
-// listing of the prefix NAME per poll (every slot's lease state and
+// term and its own run record; this file is how a contender gets one, in
+// the poll loop of acquire.go: one listing of the prefix NAME per poll (every slot's lease state and
 // metadata, and the pause marker, in one request), the free slots tried in
 // random order, and no write while every slot is held. This host's done
 // marker lives apart (names.go): it is read before the first listing and
@@ -100,59 +100,50 @@ func (v *View) heldByHost(host string, mine int) bool {
 	return false
 }
 
-// runSlots is run for a lease of several slots: a listing per poll, an
-// acquire of a free slot when there is one.
-func (a *attempt) runSlots(ctx context.Context) (*Lease, error) {
-	name, n := a.e.c.blobName, a.e.cfg.Slots
-	for {
-		v, err := a.listSlots(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			continue // failed; the backoff is over
-		}
-		if r := v.recordedOther(n); r != 0 {
-			return nil, slotsErr(name, n, r)
-		}
-		if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
-			return nil, a.doneSkip()
-		}
-		free, skip := v.freeSlots(n, a.w.OncePer)
-		if skip != nil {
-			return nil, skip
-		}
-		// Another slot held by this host (--once-per-host): wait for its
-		// run, which may write the done marker, rather than claim a slot
-		// only to give it back.
-		sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
-		if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
-			l, err := a.trySlots(ctx, v, free)
-			if l != nil || err != nil {
-				return l, err
-			}
-		}
-		held := v.holder()
-		if held != nil {
-			a.seen = held
-		}
-		if a.w.NoWait || a.expired() {
-			return nil, a.heldError(a.seen)
-		}
-		if held != nil {
-			a.notify(held)
-		}
-		if err := a.pollWait(ctx); err != nil {
-			return nil, err
-		}
+// readSlots is the read step of a lease of several slots: one listing,
+// and what it says before any write (another slot count recorded, this
+// host done, every slot's once-per window spent). Free slots go to
+// acquireSlot, unless another slot is held by this host (--once-per-host:
+// wait for its run, which may write the done marker, rather than claim a
+// slot only to give it back), Hold or a pause.
+func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
+	name, n := a.b.name, a.e.cfg.Slots
+	v, err := a.listSlots(ctx)
+	if err != nil || v == nil {
+		return poll{}, stepRead, err // nil, nil: failed; the backoff is over
 	}
+	if r := v.recordedOther(n); r != 0 {
+		return poll{}, stepRead, slotsErr(name, n, r)
+	}
+	if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
+		return poll{}, stepRead, a.doneSkip()
+	}
+	free, skip := v.freeSlots(n, a.w.OncePer)
+	if skip != nil {
+		return poll{}, stepRead, skip
+	}
+	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
+	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
+		return poll{view: v, slots: free}, stepFree, nil
+	}
+	return poll{}, stepRead, a.heldWait(ctx, v.holder())
+}
+
+// acquireSlot is the acquire step of a lease of several slots: the free
+// slots of the listing in turn, then, if none was claimed, a poll interval.
+func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
+	l, err := a.trySlots(ctx, last.view, last.slots)
+	if l != nil || err != nil {
+		return l, stepRead, err
+	}
+	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
 
 // listSlots is one listing of the lease's blobs. nil, nil: it failed and
 // the backoff is over.
 func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
-	listed, date, err := a.e.c.List(rctx, a.e.c.blobName)
+	listed, date, err := a.b.c.List(rctx, a.b.name)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -164,7 +155,7 @@ func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
-	return viewOf(a.e.c.blobName, listed, date, nil), nil
+	return viewOf(a.b.name, listed, date, nil), nil
 }
 
 // trySlots sends an acquire to each free slot in turn until one is
@@ -178,11 +169,11 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 			return nil, err
 		}
 		// The pause was read with the listing, a round trip ago.
-		l, err := s.try(ctx, readDone(v.Slot(i).Props))
+		l, err := s.try(ctx, answered(v.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
-			l.Name, l.Slot = a.e.c.blobName, i
-			err = a.slotDoneAfter(ctx, l)
+			l.Name, l.Slot = a.b.name, i
+			err = a.doneAfter(ctx, l) // once.go
 			if err == nil {
 				return l, nil
 			}
@@ -213,52 +204,12 @@ func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, er
 // slotAttempt is an attempt on slot i's blob, sharing this one's lease ID
 // and deadline.
 func (a *attempt) slotAttempt(i int) (*attempt, error) {
-	c := a.e.c
+	b := a.b
 	if i > 0 {
 		var err error
-		if c, err = c.Sibling(SlotBlob(a.e.c.blobName, i)); err != nil {
+		if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
 			return nil, err
 		}
 	}
-	e := &Elector{c: c, cfg: a.e.cfg, log: a.e.log}
-	return &attempt{e: e, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
-}
-
-// slotDoneAfter is --once-per-host's check once slot l.Slot is held: a
-// read of this host's done marker, then one listing. The marker skips; another slot held by this host
-// (a second leaderrun of the same host) sends this one back to waiting
-// (errHeldNow). Two of the same host that acquire at the same moment each
-// list after their own claim, so at least one of them sees the other. Any
-// outcome but going on releases l.
-func (a *attempt) slotDoneAfter(ctx context.Context, l *Lease) error {
-	host := a.w.OncePerHost
-	if host == "" {
-		return nil
-	}
-	done, err := a.hostDone(ctx)
-	var (
-		listed []Listed
-		date   time.Time
-	)
-	if err == nil && !done {
-		rctx, cancel := a.requestCtx(ctx)
-		listed, date, err = a.e.c.List(rctx, a.e.c.blobName)
-		cancel()
-	}
-	var why error
-	switch v := viewOf(a.e.c.blobName, listed, date, nil); {
-	case err != nil:
-		why = err
-	case done:
-		why = a.doneSkip()
-	case v.heldByHost(host, l.Slot):
-		a.e.log.Debug("another slot is held by this host: waiting", "host", host)
-		why = errHeldNow
-	default:
-		return nil
-	}
-	if rerr := l.ReleaseUnused(ctx); rerr != nil {
-		a.e.log.Debug("release after the done check failed", "error", rerr)
-	}
-	return why
+	return &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
 }

@@ -1,7 +1,8 @@
 // The storage edge: the Blob service requests leaderrun makes, as one
 // narrow, unexported interface. azBlob (azblob.go) sends them with the Azure
 // SDK; unit tests put a fake in its place (fake_test.go). Every failure that
-// comes out of it is classified in one place, Client.mapError (errors.go).
+// comes out of it is already classified, once, by Container.fail
+// (classify.go).
 
 package lease
 
@@ -12,9 +13,8 @@ import (
 
 // blobAPI is the storage edge: the Blob service requests leaderrun makes on
 // one blob and its container. azBlob sends them; tests use a fake. A refusal
-// (any status but 2xx) is an *azcore.ResponseError with the service's
-// x-ms-error-code; other failures are the transport's or the context's
-// error. Callers classify both with Client.mapError.
+// (any status but 2xx) or a failure of the transport or the context comes
+// out as a *StorageError, mapped at the edge.
 type blobAPI interface {
 	// Lease Blob, x-ms-lease-action acquire, with a proposed lease ID and
 	// a duration in whole seconds (15–60).

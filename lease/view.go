@@ -153,7 +153,7 @@ func viewOf(name string, listed []Listed, date time.Time, url func(string) strin
 
 // Views lists every lease of the container (ListLeases: without paging
 // through the helper blobs), each as a View.
-func (c *Client) Views(ctx context.Context) ([]View, error) {
+func (c *Container) Views(ctx context.Context) ([]View, error) {
 	listed, date, err := c.ListLeases(ctx)
 	if err != nil {
 		return nil, err
@@ -165,27 +165,27 @@ func (c *Client) Views(ctx context.Context) ([]View, error) {
 // pause marker) and one of its done markers. Credentials that may read the
 // blob NAME but not list the container (a SAS for that blob alone) get the
 // one read of slot 0, without pause or done hosts.
-func (c *Client) View(ctx context.Context) (*View, error) {
-	listed, date, err := c.List(ctx, c.blobName)
+func (b *Blob) View(ctx context.Context) (*View, error) {
+	listed, date, err := b.c.List(ctx, b.name)
 	var se *StorageError
 	if errors.As(err, &se) && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
-		c.log.Info("may not list the lease's blobs; reading the lease blob alone", "error", err)
-		p, err := c.Properties(ctx)
+		b.c.log.Info("may not list the lease's blobs; reading the lease blob alone", "error", err)
+		p, err := b.Properties(ctx)
 		if err != nil {
 			return nil, err
 		}
-		v := &View{Name: c.blobName, URL: c.url, SlotCount: 1, Date: p.Date}
+		v := &View{Name: b.name, URL: b.url, SlotCount: 1, Date: p.Date}
 		if p.Exists {
-			v.Slots = []Slot{{Index: 0, URL: c.url, Props: p}}
+			v.Slots = []Slot{{Index: 0, URL: b.url, Props: p}}
 		}
 		return v, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	done, _, err := c.List(ctx, DonePrefix(c.blobName))
+	done, _, err := b.c.List(ctx, DonePrefix(b.name))
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(c.blobName, append(listed, done...), date, c.BlobURL), nil
+	return viewOf(b.name, append(listed, done...), date, b.c.BlobURL), nil
 }

@@ -172,7 +172,7 @@ func (b *bench) startCost(ctx context.Context) *startResult {
 	}
 
 	// One request, in-process, as leaderrun's client makes it.
-	c, err := lease.NewClient(lease.ClientConfig{ConnectionString: b.az.ConnString, Container: b.container, Blob: name})
+	c, err := lease.NewLeaseBlob(lease.ClientConfig{ConnectionString: b.az.ConnString, Container: b.container, Blob: name})
 	if err != nil {
 		r.err = err.Error()
 		return r

@@ -198,7 +198,7 @@ func runCase(ctx context.Context, bin string, st *testenv.Storage, dir string, c
 	// a refused acquire is enough), logging at error level only.
 	start := make(chan struct{})
 	for i := c.procs; i < c.n; i++ {
-		cli, err := lease.NewClient(lease.ClientConfig{ConnectionString: viaProxy, Container: containerName, Blob: leaseName})
+		cli, err := lease.NewLeaseBlob(lease.ClientConfig{ConnectionString: viaProxy, Container: containerName, Blob: leaseName})
 		if err != nil {
 			r.err = err.Error()
 			return r

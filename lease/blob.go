@@ -1,0 +1,179 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Blob is one blob of a container: a lease (or one of its slots), or a
+// marker beside it, and the requests made on it. It is safe for concurrent
+// use.
+type Blob struct {
+	c    *Container
+	name string
+	url  string // never with a query string
+	api  blobAPI
+
+	// marker is the lease's pause marker (names.go), which its slots
+	// share; nil for any other blob, and for the fakes of unit tests that
+	// do not test the pause.
+	marker *Blob
+}
+
+// URL is the blob's URL, without any query string, SAS or credential.
+func (b *Blob) URL() string { return b.url }
+
+// Name is the blob's name (for the lease blob, the lease name).
+func (b *Blob) Name() string { return b.name }
+
+// Container is the container of the blob.
+func (b *Blob) Container() *Container { return b.c }
+
+// State is a blob lease's state as the service reports it, or StateAbsent
+// for a blob (or container) that does not exist.
+type State string
+
+const (
+	StateAvailable State = "available"
+	StateLeased    State = "leased"
+	StateExpired   State = "expired"
+	StateBreaking  State = "breaking"
+	StateBroken    State = "broken"
+	StateAbsent    State = "absent"
+)
+
+// Held reports whether an acquire would fail now: leased or breaking.
+func (s State) Held() bool { return s == StateLeased || s == StateBreaking }
+
+// Properties is what the blob says about its lease.
+type Properties struct {
+	Exists   bool
+	State    State
+	Metadata map[string]string // keys lowercased; never nil
+	Date     time.Time         // the service's Date response header; zero if absent
+	Created  time.Time         // when the blob was made (x-ms-creation-time); zero if unknown
+
+	// A scheduled lease's schedule and the occurrence last started
+	// (--schedule); "" and zero if none.
+	Schedule   string
+	Occurrence time.Time
+
+	// Parsed from the metadata; zero if absent or malformed.
+	Holder        string
+	Term          int64
+	LeaseDuration time.Duration
+	AcquiredAt    time.Time
+
+	LastRun *Run // the run of the lastrun* keys; nil if none was recorded
+
+	// Directory: the blob is a directory of a hierarchical-namespace
+	// account (account.go), not a lease.
+	Directory bool
+
+	etag string // the blob's ETag when read; "" if absent
+}
+
+// Properties reads the blob's properties and metadata (one read request).
+// A missing blob or container is not an error: Exists is false and State
+// is StateAbsent. Failures are *StorageError; a done ctx returns ctx.Err().
+func (b *Blob) Properties(ctx context.Context) (*Properties, error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	p, err := b.getProperties(rctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return p, err
+}
+
+// getProperties is Properties with the caller's deadline only.
+func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
+	resp, err := b.api.getProperties(ctx)
+	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
+		return &Properties{State: StateAbsent, Metadata: map[string]string{}, Date: se.date}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	state := StateAvailable
+	if resp.LeaseState != "" {
+		state = State(resp.LeaseState)
+	}
+	p := newProperties(state, resp.Metadata, resp.Date)
+	p.etag = resp.ETag
+	p.Created = resp.Created
+	return p, nil
+}
+
+// BreakAtPeriodEnd, as Break's period, sends no break period: the service
+// then frees the lease when the holder's current lease period ends. That is
+// the bound the holder's stop deadline is built on, so the holder notices
+// (its next renewal is refused) and stops its child before anyone else can
+// acquire — whatever duration the metadata records, even between a new
+// holder's acquire and its claim.
+const BreakAtPeriodEnd time.Duration = -1
+
+// BreakLease breaks the blob's lease, whoever holds it (no lease ID needed). With
+// BreakAtPeriodEnd the lease is free when the holder's current period ends
+// (the safe break). With a period (0–60 s, whole seconds) the service frees
+// it after the shorter of that period and what is left of the holder's:
+// shorter than the holder's lease, the old holder's child may still run
+// while a new holder starts; with period 0 the lease is broken at once. No
+// lease to break is an error wrapping ErrNotLeased.
+// It returns how long until the lease is broken, as the service reports it.
+func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
+	if period != BreakAtPeriodEnd && (period < 0 || period > MaxDuration || period%time.Second != 0) {
+		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	seconds := -1 // no period
+	if period != BreakAtPeriodEnd {
+		seconds = int(period / time.Second)
+	}
+	resp, err := b.api.breakLease(rctx, seconds)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if se := asStorageError(err); se != nil && (se.kind == kindNotLeased || se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
+			return 0, fmt.Errorf("%w: nothing to break at %s", ErrNotLeased, b.url)
+		}
+		return 0, err
+	}
+	var left time.Duration
+	if resp.LeaseTime > 0 {
+		left = time.Duration(resp.LeaseTime) * time.Second
+	}
+	b.c.log.Debug("lease broken", "url", b.url, "period", period, "broken_in", left)
+	return left, nil
+}
+
+// ensureBlob creates the container (when missing) and the zero-length lock
+// blob with If-None-Match: *, so that an existing blob is never overwritten.
+// Someone else creating either first is fine.
+func (b *Blob) ensureBlob(ctx context.Context, containerMissing bool) error {
+	if containerMissing {
+		if _, err := b.api.createContainer(ctx); err == nil {
+			b.c.log.Info("created container", "container", b.c.name)
+		} else if se := asStorageError(err); se == nil || se.kind != kindExists {
+			return err
+		}
+	}
+	_, err := b.api.createBlob(ctx)
+	if err == nil {
+		b.c.log.Info("created lease blob", "url", b.url)
+		return nil
+	}
+	se := asStorageError(err)
+	switch {
+	case se == nil:
+	case se.kind == kindExists, se.StatusCode == http.StatusPreconditionFailed:
+		return nil // it exists (possibly leased by whoever created it)
+	case se.kind == kindContainerMissing && !containerMissing:
+		return b.ensureBlob(ctx, true)
+	}
+	return err
+}
