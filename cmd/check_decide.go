@@ -169,7 +169,7 @@ func laterFailures(failed []lease.Run, hadSuccess bool, now time.Time) string {
 		what = strconv.Itoa(len(failed)) + " runs failed, the last"
 	}
 	r := failed[0]
-	if r.Lost() {
+	if r.EndUnknown() {
 		return fmt.Sprintf("%s: lost its lease before recording its end, %s, started %s", what, onTerm(r.Holder, r.Term), at(r.Start, now))
 	}
 	when := r.End

@@ -118,7 +118,7 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 		switch {
 		case r.Running:
 			end, exit = "running", "-"
-		case r.Lost():
+		case r.EndUnknown():
 			end, exit = "unknown", "unknown (lost its lease)"
 		default:
 			if !r.End.IsZero() {

@@ -136,7 +136,7 @@ func slotCells(p *lease.Properties, now time.Time) string {
 func lastRunText(r lease.Run, now time.Time) string {
 	on := "on " + cutText(cmp.Or(r.Holder, "an unknown host"), listTextHolderMax)
 	switch {
-	case r.Lost():
+	case r.EndUnknown():
 		return "lost its lease, started " + shortAgo(r.Start, now) + " " + on
 	case r.ExitCode == nil:
 		return "ended " + shortAgo(r.End, now) + " " + on

@@ -435,7 +435,7 @@ func TestLostClaimAnswerIsRecognised(t *testing.T) {
 					t.Errorf("RecordRunStart: %v, %d writes: the claim recorded the start", err, s.count(opSetMeta))
 				}
 				for _, r := range ReadHistory(s.metadata(), true) {
-					if r.Holder == "vm-1" && r.Lost() {
+					if r.Holder == "vm-1" && r.EndUnknown() {
 						t.Errorf("history has a phantom run: %+v", r)
 					}
 				}

@@ -27,7 +27,7 @@ func describe(runs []Run) string {
 		switch {
 		case r.Running:
 			b.WriteString(":running")
-		case r.Lost():
+		case r.EndUnknown():
 			b.WriteString(":lost")
 		case r.ExitCode != nil:
 			b.WriteString(":" + strconv.Itoa(*r.ExitCode))

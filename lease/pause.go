@@ -22,11 +22,11 @@ type Pause struct {
 	Until  time.Time // zero: open-ended, until `leaderrun resume`
 }
 
-// ReadPause reads a pause marker's metadata (keys lowercase). The marker's
+// pauseOf reads a pause marker's metadata (keys lowercase). The marker's
 // existence is the pause, so malformed values read as absent: a malformed
 // until makes the pause open-ended, which errs on the side the operator
 // asked for.
-func ReadPause(md map[string]string) *Pause {
+func pauseOf(md map[string]string) *Pause {
 	p := &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]), Until: parseTime(md[mdPauseUntil])}
 	if !p.Since.IsZero() {
 		p.Since = p.Since.UTC()

@@ -25,7 +25,7 @@ func TestPauseActive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ReadPause(tt.md)
+			p := pauseOf(tt.md)
 			if got := p.Active(tt.now); got != tt.want {
 				t.Errorf("Active = %v, want %v", got, tt.want)
 			}
@@ -45,7 +45,7 @@ func TestPauseMetadataRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := ReadPause(md); *out != in {
+	if out := pauseOf(md); *out != in {
 		t.Errorf("round trip = %+v, want %+v", *out, in)
 	}
 	for _, bad := range []string{"caf\u00e9", strings.Repeat("r", maxPauseReasonLen+1), " padded", "line\nbreak"} {

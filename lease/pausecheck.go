@@ -45,7 +45,7 @@ func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 	if !props.Exists {
 		return nil, props.Date, nil
 	}
-	return ReadPause(props.Metadata), props.Date, nil
+	return pauseOf(props.Metadata), props.Date, nil
 }
 
 // WritePause writes p as the lease's pause marker, replacing any pause
@@ -190,7 +190,7 @@ func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 	if !props.Exists {
 		return "", nil
 	}
-	if p := ReadPause(props.Metadata); p.Active(props.Date) {
+	if p := pauseOf(props.Metadata); p.Active(props.Date) {
 		return pauseText(p), nil
 	}
 	return "", nil

@@ -162,19 +162,21 @@ type Run struct {
 	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
 	// Running: the run has no recorded end and its holder still holds the
 	// lease. A run with no recorded end that is not Running was cut short:
-	// see Lost.
+	// see EndUnknown.
 	Running bool
 }
 
-// Lost reports whether the run's end was never recorded although it is
-// over: its holder lost the lease or died first. It counts as failed.
-func (r Run) Lost() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
+// EndUnknown reports whether the run's end was never recorded although it
+// is over: its holder lost the lease or died first. It counts as failed.
+// (Not to be confused with Lease.Lost, the keeper's channel.)
+func (r Run) EndUnknown() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
 
 // Succeeded reports whether the run ended with status 0.
 func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 
-// Failed reports whether the run ended with a non-zero status or was lost.
-func (r Run) Failed() bool { return r.Lost() || (r.ExitCode != nil && *r.ExitCode != 0) }
+// Failed reports whether the run ended with a non-zero status or its end
+// is unknown.
+func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
 // runKeys are the keys a run's start changes (startRun): the lastrun* keys
 // and the history.

@@ -113,7 +113,7 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 			v := get(n.Lease)
 			v.Slots = append(v.Slots, Slot{Index: n.Slot, URL: url(b.Name), Props: b.Props})
 		case KindPause:
-			get(n.Lease).Pause = ReadPause(b.Props.Metadata)
+			get(n.Lease).Pause = pauseOf(b.Props.Metadata)
 		case KindDone:
 			v := get(n.Lease)
 			v.DoneHosts = append(v.DoneHosts, n.Host)
