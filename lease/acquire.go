@@ -35,6 +35,16 @@ type attempt struct {
 	// unsure: an acquire with leaseID may have succeeded unseen (or a
 	// release failed); cleanup releases it.
 	unsure bool
+	// claimSent: a claim of this attempt was sent without an answer that
+	// says it failed, so the blob may record our run's start under our
+	// nonce. Such an attempt does not give up on a lease it finds held
+	// before a read has shown whose claim the blob records (settle): a
+	// contender that finds our claim skips it and lets go, and only we
+	// can run it.
+	claimSent bool
+	// ownHeldSince: when a read first found the lease held by another
+	// while the blob records our claim (heldWait).
+	ownHeldSince time.Time
 
 	reqStart  time.Time   // when the latest request was sent
 	failures  failureRun  // the storage failures in a row, since the latest success
@@ -172,6 +182,11 @@ func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
 		// waited out yet: from now on, poll.
 		a.succeeded()
 		return false, a.giveUpOrWait(ctx, a.seen)
+	case errors.Is(err, errHeldNow) && a.claimSent:
+		// Our claim may have landed: read whose claim the blob records
+		// (read, heldWait) before giving up.
+		a.succeeded()
+		return false, nil
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
 		return false, &HeldError{}
 	case errors.Is(err, errHeldNow):
@@ -239,8 +254,11 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 // the marker says paused, or if its read failed.
 //
 // A claim that failed for a reason that may be transient keeps the lease
-// (unsure): the write may have landed unanswered, and the next try
-// re-acquires with the same lease ID and finds its own nonce (claim.go).
+// (unsure), even past its stop deadline (no COMMAND runs yet, and an
+// unrenewed lease lapses by itself): the write may have landed unanswered,
+// and the next try re-acquires with the same lease ID and finds its own
+// nonce (claim.go). Given back, the lease would let another contender in to
+// find our claim and skip, while we find it held.
 func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
@@ -290,7 +308,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	defer pr.abandon()
 	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
-		if se := asStorageError(err); se == nil || !se.Transient() || !l.stopAt().After(time.Now()) {
+		if se := asStorageError(err); se == nil || !se.Transient() {
 			a.releaseQuietly(ctx)
 		}
 		return nil, err

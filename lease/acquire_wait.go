@@ -124,6 +124,18 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	if held != nil {
 		a.seen = held
 	}
+	if a.w.NoWait && a.ownClaim(held) && !a.expired() {
+		// The holder found our claim (its answer lost, our lease lapsed)
+		// and skips: wait for it to let go, then adopt the claim. Within
+		// the storage budget: --no-wait does not wait for a run of
+		// another's, but this run is ours.
+		if a.ownHeldSince.IsZero() {
+			a.ownHeldSince = time.Now()
+		}
+		if time.Since(a.ownHeldSince) < a.w.StorageTimeout {
+			return a.pollWait(ctx)
+		}
+	}
 	if a.w.NoWait || a.expired() {
 		return a.heldError(a.seen)
 	}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
@@ -377,4 +379,98 @@ func TestAzuriteStorageLostUnderTheLeader(t *testing.T) {
 	}
 	_ = holder.Release(ctx)
 	_ = r.l.Release(ctx)
+}
+
+// A claim that landed but whose answer, and the read back, were lost, on a
+// machine so slow that the lease lapsed meanwhile: another contender of the
+// same cron tick takes the lease, finds our claim (a run started within
+// the window) and skips. Ours, back with the same lease ID, finds the lease
+// held: under --no-wait -E 0 -q it must not give up as the other losers do,
+// or nobody runs this window. It waits for the skipping holder to let go
+// and adopts its own claim: one run, the term up by one.
+func TestAzuriteLostClaimFoundHeld(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx := t.Context()
+	proxy, pcs := faultproxy.Start(t, cs)
+	cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
+	c := azuriteBlob(t, cfg)
+	first := azuriteElector(t, c, "vm-a", nil)
+	l, err := first.Acquire(ctx, WaitOptions{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordRunEnd(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ageRuns(t, cs, cfg.Container, cfg.Blob)
+
+	// The claim is applied and its answer lost; then the service hangs,
+	// so that the read back cannot tell before the claim's deadline.
+	proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpSetMetadata, Count: 1, Status: http.StatusInternalServerError}})
+	go func() {
+		for proxy.Counts().Lost == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		proxy.Set(faultproxy.Mode{BlackHole: true})
+	}()
+	other := sdkBlob(t, cs, cfg.Container, cfg.Blob)
+	tries := 0
+	var released sync.WaitGroup
+	onTry := func() {
+		tries++
+		if tries != 2 {
+			return
+		}
+		// Before our second acquire: our lease lapsed (broken here at
+		// once) and another contender took it, found our claim and is
+		// about to let go.
+		proxy.Set(faultproxy.Mode{})
+		bl, err := azlease.NewBlobClient(other, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := bl.BreakLease(ctx, &azlease.BlobBreakOptions{BreakPeriod: to.Ptr(int32(0))}); err != nil {
+			t.Error(err)
+		}
+		if _, err := bl.AcquireLease(ctx, 15, nil); err != nil {
+			t.Error(err)
+			return
+		}
+		released.Go(func() {
+			time.Sleep(time.Second)
+			if _, err := bl.ReleaseLease(ctx, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
+	l, err = eb.Acquire(ctx, WaitOptions{NoWait: true, HeldIsEnough: true, OncePer: 4 * time.Minute, OnTry: onTry})
+	released.Wait()
+	if err != nil {
+		t.Fatalf("Acquire after our claim landed unanswered and the lease was found held: %v; want our own claim adopted", err)
+	}
+	if tries < 3 {
+		t.Errorf("acquires sent: %d, want the optimistic one, the one refused as held, and one after the holder let go", tries)
+	}
+	if l.Term != 2 {
+		t.Errorf("term %d, want 2: our claim's, up by exactly one", l.Term)
+	}
+	if err := l.RecordRunStart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordRunEnd(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := mustProps(t, c)
+	if p.LastRun == nil || p.LastRun.Holder != "vm-b" || p.LastRun.ExitCode == nil || *p.LastRun.ExitCode != 0 || p.Term != 2 {
+		t.Errorf("after the run: term %d, last run %+v; want term 2 and vm-b's run, exit 0", p.Term, p.LastRun)
+	}
 }

@@ -59,6 +59,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if err != nil {
 			return err
 		}
+		a.claimSent = true
 		ans, err := a.b.api.setMetadata(rctx, l.ID, ifMatch, t.md)
 		if se := asStorageError(err); se != nil && ifMatch != "" &&
 			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
