@@ -74,6 +74,7 @@ type result struct {
 	requests, throttled  int64
 	last                 time.Duration // until the last contender was done
 	err                  string
+	said                 []string // what contenders logged under -q (the first few lines)
 }
 
 func (r result) ok() bool { return r.err == "" && r.runs == 1 && r.nonZero == 0 && r.lines == 0 }
@@ -203,7 +204,13 @@ func runCase(ctx context.Context, bin string, st *testenv.Storage, dir string, c
 			r.err = err.Error()
 			return r
 		}
-		logOut := &lineCounter{n: &lines}
+		logOut := &lineCounter{n: &lines, say: func(line string) {
+			mu.Lock()
+			if len(r.said) < 5 {
+				r.said = append(r.said, line)
+			}
+			mu.Unlock()
+		}}
 		log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: logOut})
 		e, err := lease.NewElector(cli, lease.Config{Duration: 15 * time.Second, Identity: fmt.Sprintf("vm-%04d", i), Version: "fleet", Logger: log})
 		if err != nil {
@@ -257,6 +264,13 @@ func runCase(ctx context.Context, bin string, st *testenv.Storage, dir string, c
 				nonZero.Add(1)
 			}
 			lines.Add(int64(bytes.Count(q.stderr.Bytes(), []byte("\n"))))
+			if out := strings.TrimSpace(q.stderr.String()); out != "" {
+				mu.Lock()
+				if len(r.said) < 5 {
+					r.said = append(r.said, strings.Split(out, "\n")...)
+				}
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
@@ -292,11 +306,15 @@ func prepare(ctx context.Context, connString, containerName, blobName string) er
 
 func ptr(s string) *string { return &s }
 
-// lineCounter counts the lines written to it.
-type lineCounter struct{ n *atomic.Int64 }
+// lineCounter counts the lines written to it, and hands each to say.
+type lineCounter struct {
+	n   *atomic.Int64
+	say func(line string)
+}
 
 func (c *lineCounter) Write(p []byte) (int, error) {
 	c.n.Add(int64(bytes.Count(p, []byte("\n"))))
+	c.say(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
@@ -311,6 +329,11 @@ func report(results []result, splay time.Duration) {
 		}
 		fmt.Printf("| %d (%d) | %g/s | %d | %d | %d | %.2f | %d | %.1f s |\n", r.n, r.procs, r.rate, r.runs, r.nonZero, r.lines,
 			float64(r.requests)/float64(r.n), r.throttled, r.last.Seconds())
+	}
+	for _, r := range results {
+		for _, line := range r.said {
+			fmt.Fprintf(os.Stderr, "fleet: %d (%d) at %g/s: a contender said: %s\n", r.n, r.procs, r.rate, line)
+		}
 	}
 }
 
