@@ -460,3 +460,53 @@ func TestClaimDoesNotWaitForAHungRead(t *testing.T) {
 		}
 	})
 }
+
+// An attempt whose claim may have landed unanswered (claimSent) and that
+// finds the lease held by another while the blob records its own claim
+// waits for that holder under --no-wait -E 0 instead of giving up as held,
+// and adopts its claim once the holder lets go; a holder that never lets go
+// is waited for no longer than the storage budget.
+func TestOwnClaimFoundHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		letGoIn   time.Duration // 0: the holder never lets go
+		wantErr   bool
+		wantTaken time.Duration // at least
+	}{
+		{"the holder lets go", 10 * time.Second, false, 10 * time.Second},
+		{"the holder never lets go", 0, true, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				start := time.Now().UTC().Truncate(time.Second)
+				s.holdBy("other", time.Hour, map[string]string{"term": "2", "holder": "vm-1", "claim": "ours",
+					"lastrunstart": formatTime(start), "lastrunholder": "vm-1", "lastrunterm": "2", "acquiredat": formatTime(start)})
+				if tc.letGoIn > 0 {
+					time.AfterFunc(tc.letGoIn, s.releaseBy)
+				}
+				e := newTestElector(t, s, "vm-1")
+				w := WaitOptions{NoWait: true, HeldIsEnough: true, OncePer: 4 * time.Minute, StorageTimeout: 30 * time.Second}
+				a := &attempt{e: e, b: e.b, w: w, leaseID: "11111111-1111-1111-1111-111111111111", nonce: "ours", claimSent: true}
+				t0 := time.Now()
+				l, err := a.run(context.Background())
+				took := time.Since(t0)
+				if took < tc.wantTaken || took > tc.wantTaken+5*time.Second {
+					t.Errorf("took %v, want about %v", took, tc.wantTaken)
+				}
+				if tc.wantErr {
+					if !errors.Is(err, ErrHeld) {
+						t.Fatalf("err = %v, want ErrHeld once the storage budget is spent", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("err = %v, want our own claim adopted", err)
+				}
+				if l.Term != 2 || s.count(opSetMeta) != 0 {
+					t.Errorf("term %d after %d metadata writes; want term 2, our claim's, and no new claim", l.Term, s.count(opSetMeta))
+				}
+			})
+		})
+	}
+}
