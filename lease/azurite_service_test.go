@@ -43,6 +43,29 @@ func ageRuns(t *testing.T, cs, containerName, blobName string) {
 	}
 }
 
+// ranAnHourAgo makes a lease blob "report" behind a fault proxy with term 1
+// and a finished run, an hour's window ago for no one, and returns the
+// proxy, the configuration through it and a client of the blob.
+func ranAnHourAgo(t *testing.T, cs string) (*faultproxy.Proxy, ClientConfig, *Blob) {
+	t.Helper()
+	ctx := t.Context()
+	proxy, pcs := faultproxy.Start(t, cs)
+	cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
+	c := azuriteBlob(t, cfg)
+	l, err := azuriteElector(t, c, "vm-a", nil).Acquire(ctx, WaitOptions{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordRunEnd(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ageRuns(t, cs, cfg.Container, cfg.Blob)
+	return proxy, cfg, c
+}
+
 // A claim, an end record and a release whose answers are lost (a 500 after
 // the write was applied, or no answer at all): the holder recognises its
 // own claim, runs once with the term up by exactly one, the once-per window
@@ -62,29 +85,14 @@ func TestAzuriteLostAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			proxy, pcs := faultproxy.Start(t, cs)
-			cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
-			c := azuriteBlob(t, cfg)
-			e := azuriteElector(t, c, "vm-a", nil)
-			// Term 1 and a finished run, an hour's window ago for no one.
-			l, err := e.Acquire(ctx, WaitOptions{NoWait: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.RecordRunEnd(ctx, 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-			ageRuns(t, cs, cfg.Container, cfg.Blob)
+			proxy, cfg, c := ranAnHourAgo(t, cs)
 
 			lose := func(op string) {
 				proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: op, Count: 1, Status: tc.status, Code: tc.code}})
 			}
 			lose(faultproxy.OpSetMetadata)
 			eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", nil)
-			l, err = eb.Acquire(ctx, WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+			l, err := eb.Acquire(ctx, WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
 			if err != nil {
 				t.Fatalf("Acquire after a lost claim answer: %v, want our own claim to stand", err)
 			}
@@ -392,21 +400,7 @@ func TestAzuriteLostClaimFoundHeld(t *testing.T) {
 	cs := azuriteConnectionString(t)
 	t.Parallel()
 	ctx := t.Context()
-	proxy, pcs := faultproxy.Start(t, cs)
-	cfg := ClientConfig{ConnectionString: pcs, Container: uniqueContainer(t), Blob: "report"}
-	c := azuriteBlob(t, cfg)
-	first := azuriteElector(t, c, "vm-a", nil)
-	l, err := first.Acquire(ctx, WaitOptions{NoWait: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.RecordRunEnd(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ageRuns(t, cs, cfg.Container, cfg.Blob)
+	proxy, cfg, c := ranAnHourAgo(t, cs)
 
 	// The claim is applied and its answer lost; then the service hangs,
 	// so that the read back cannot tell before the claim's deadline.
@@ -449,7 +443,7 @@ func TestAzuriteLostClaimFoundHeld(t *testing.T) {
 		})
 	}
 	eb := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", func(c *Config) { c.PollInterval = 200 * time.Millisecond })
-	l, err = eb.Acquire(ctx, WaitOptions{NoWait: true, HeldIsEnough: true, OncePer: 4 * time.Minute, OnTry: onTry})
+	l, err := eb.Acquire(ctx, WaitOptions{NoWait: true, HeldIsEnough: true, OncePer: 4 * time.Minute, OnTry: onTry})
 	released.Wait()
 	if err != nil {
 		t.Fatalf("Acquire after our claim landed unanswered and the lease was found held: %v; want our own claim adopted", err)
