@@ -313,9 +313,36 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 		}
 		return nil, err
 	}
+	if time.Until(l.stopAt()) < l.renewTry() {
+		if err := a.refresh(ctx, l); err != nil {
+			return nil, err
+		}
+	}
 	a.unsure = false
 	a.e.log.Debug("acquired lease", "url", b.url, "term", l.Term, "identity", cfg.Identity)
 	return l, nil
+}
+
+// refresh renews a just-claimed lease whose claim took so long (a throttled
+// service, a starved host) that no renewal try fits before its stop
+// deadline: handed over as it is, it would be lost as COMMAND starts. An
+// acquire with our lease ID renews it. If that fails the lease is kept
+// (unsure) and the failure counts as a transient one: the next try
+// acquires again and adopts our own claim (claim.go).
+func (a *attempt) refresh(ctx context.Context, l *Lease) error {
+	a.e.log.Debug("the claim took until close to the stop deadline: renewing before handing the lease over",
+		"stop_in", time.Until(l.stopAt()).Round(time.Millisecond))
+	sent, ans, err := a.acquire(ctx)
+	if se := asStorageError(err); se != nil {
+		retry := *se // even a refusal: our lease lapsed, and our claim waits for us
+		retry.kind = kindTransient
+		return &retry
+	}
+	if err != nil {
+		return err
+	}
+	l.renewed(sent, ans.Date)
+	return nil
 }
 
 // releaseQuietly releases a lease this attempt will not hand over, from a

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -505,6 +506,61 @@ func TestOwnClaimFoundHeld(t *testing.T) {
 				}
 				if l.Term != 2 || s.count(opSetMeta) != 0 {
 					t.Errorf("term %d after %d metadata writes; want term 2, our claim's, and no new claim", l.Term, s.count(opSetMeta))
+				}
+			})
+		})
+	}
+}
+
+// A claim that takes until close to the stop deadline (a throttled service,
+// a starved host) is not handed over as it is, to be lost as COMMAND
+// starts: the lease is renewed first (an acquire with our lease ID), and if
+// that fails, acquired again and our own claim adopted.
+func TestSlowClaimRenewedBeforeHandover(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		failRenew    bool
+		wantAcquires int
+	}{
+		{"renewed", false, 2},
+		{"the renewal fails once", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				s.meta = map[string]string{"term": "4", "holder": "vm-9"}
+				acquires := 0
+				tracing(s, func(ctx context.Context, op string) error {
+					// The acquire's answer takes 3 s, the claim's write 4.6 s:
+					// 0.9 s are left of the 8.5 s before the stop deadline.
+					switch op {
+					case opSetMeta:
+						time.Sleep(4600 * time.Millisecond)
+					case opAcquire:
+						acquires++
+						switch {
+						case acquires == 1:
+							time.Sleep(3 * time.Second)
+						case tc.failRenew && acquires == 2:
+							return respErr(http.StatusServiceUnavailable, "ServerBusy")
+						}
+					}
+					return nil
+				})
+				l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true, HeldIsEnough: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if left := time.Until(l.stopAt()); left < l.renewTry() {
+					t.Errorf("handed over %v before the stop deadline, less than one renewal try (%v)", left, l.renewTry())
+				}
+				if acquires != tc.wantAcquires || s.count(opSetMeta) != 1 || l.Term != 5 {
+					t.Errorf("%d acquires, %d claims, term %d; want %d acquires, one claim, term 5",
+						acquires, s.count(opSetMeta), l.Term, tc.wantAcquires)
+				}
+				s.setHook(nil)
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
 				}
 			})
 		})
