@@ -117,7 +117,7 @@ func Run(ctx context.Context, o Options) error {
 	w := &wait{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events}
 	l, err := w.forLease(ctx)
 	if err != nil {
-		if code, _ := exit.Code(err); code == o.ConflictCode {
+		if code, ok := exit.Code(err); ok && code == o.ConflictCode {
 			mon.invoked() // held by another host: nothing ran here
 		}
 		return err
