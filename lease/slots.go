@@ -54,13 +54,14 @@ func (v *View) pauseText() string {
 
 // freeSlots returns the slots of n an acquire may be sent to, in random
 // order: neither leased nor breaking, and with no run started within
-// oncePer (0: off). When every slot, held or not, had a run start within
-// the window, it returns the skip instead.
-func (v *View) freeSlots(n int, oncePer time.Duration) (free []int, skip *SkipError) {
+// oncePer (0: off) but by our own claim (own), whose answer was lost: that
+// run is ours to adopt (claim.go). When every slot, held or not, had
+// another's run start within the window, it returns the skip instead.
+func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) bool) (free []int, skip *SkipError) {
 	spent := 0
 	for i := range n {
 		p := v.Slot(i).Props
-		if withinWindow(p, oncePer) {
+		if withinWindow(p, oncePer) && !own(p) {
 			spent++
 			if skip == nil || p.LastRun.Start.After(skip.Start) {
 				skip = skipError(p, oncePer)
@@ -118,7 +119,7 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
 		return poll{}, stepRead, a.doneSkip()
 	}
-	free, skip := v.freeSlots(n, a.w.OncePer)
+	free, skip := v.freeSlots(n, a.w.OncePer, a.ownClaim)
 	if skip != nil {
 		return poll{}, stepRead, skip
 	}

@@ -100,7 +100,7 @@ func TestFreeSlots(t *testing.T) {
 	t.Run("free slots, in random order", func(t *testing.T) {
 		orders := map[string]bool{}
 		for range 200 {
-			free, skip := view(four, fresh).freeSlots(4, 0)
+			free, skip := view(four, fresh).freeSlots(4, 0, notOurs)
 			if skip != nil {
 				t.Fatal(skip)
 			}
@@ -116,21 +116,30 @@ func TestFreeSlots(t *testing.T) {
 	})
 	t.Run("all held: none free, no skip", func(t *testing.T) {
 		states := []State{StateLeased, StateBreaking}
-		free, skip := view(states, fresh[:2]).freeSlots(2, time.Minute)
+		free, skip := view(states, fresh[:2]).freeSlots(2, time.Minute, notOurs)
 		if len(free) != 0 || skip != nil {
 			t.Errorf("free = %v, skip = %v", free, skip)
 		}
 	})
 	t.Run("once-per is per slot", func(t *testing.T) {
 		mds := []map[string]string{ran(time.Hour), ran(10 * time.Second), ran(time.Hour), ran(time.Hour)}
-		free, skip := view(four, mds).freeSlots(4, time.Minute)
+		free, skip := view(four, mds).freeSlots(4, time.Minute, notOurs)
 		if skip != nil || !slices.Equal(slices.Sorted(slices.Values(free)), []int{2, 3}) {
 			t.Errorf("free = %v, skip = %v; want 2 and 3", free, skip)
 		}
 	})
+	t.Run("a run within the window by our own claim is ours to adopt", func(t *testing.T) {
+		mds := []map[string]string{ran(5 * time.Second), ran(10 * time.Second)}
+		mds[1]["claim"] = "ours"
+		own := func(p *Properties) bool { return p.Metadata["claim"] == "ours" }
+		free, skip := view([]State{StateLeased, StateAvailable}, mds).freeSlots(2, time.Minute, own)
+		if skip != nil || !slices.Equal(free, []int{1}) {
+			t.Errorf("free = %v, skip = %v; want slot 1, whose run is our claim's", free, skip)
+		}
+	})
 	t.Run("every slot ran within the window: skip", func(t *testing.T) {
 		mds := []map[string]string{ran(5 * time.Second), ran(10 * time.Second)}
-		free, skip := view([]State{StateLeased, StateAvailable}, mds).freeSlots(2, time.Minute)
+		free, skip := view([]State{StateLeased, StateAvailable}, mds).freeSlots(2, time.Minute, notOurs)
 		if skip == nil || len(free) != 0 {
 			t.Fatalf("free = %v, skip = %v; want a skip", free, skip)
 		}
@@ -139,6 +148,9 @@ func TestFreeSlots(t *testing.T) {
 		}
 	})
 }
+
+// notOurs: no slot records a claim of ours.
+func notOurs(*Properties) bool { return false }
 
 func fmtInts(v []int) string {
 	b := make([]byte, 0, len(v))
