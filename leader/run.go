@@ -56,22 +56,6 @@ type Options struct {
 	MetricsFile string          // "": no metrics file
 }
 
-// outsideSignals are the signals a run handles: the terminating ones ask
-// COMMAND to stop (and end a wait); the others are forwarded as they are.
-var outsideSignals = []os.Signal{
-	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
-}
-
-// terminating reports whether sig asks leaderrun to stop.
-func terminating(sig os.Signal) bool {
-	switch sig {
-	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
-		return true
-	}
-	return false
-}
-
 // Run waits for the lease, runs COMMAND while holding it, stops COMMAND
 // before the lease could pass to anyone else, and releases the lease after
 // COMMAND has exited. It returns nil or an error carrying the exit status

@@ -6,12 +6,9 @@ package leader
 
 import (
 	"context"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
@@ -92,12 +89,4 @@ func (h *heldRun) markDone(ctx context.Context, out outcome, code int) {
 	if err := h.l.MarkDone(ctx, h.o.OncePerHost); err != nil {
 		h.log.Warn("could not record that this host is done; it will run again", "host", h.o.OncePerHost, "error", err)
 	}
-}
-
-// signalName is a signal's name as the shell spells it (SIGTERM).
-func signalName(sig syscall.Signal) string {
-	if n := unix.SignalName(sig); n != "" {
-		return n
-	}
-	return "signal " + strconv.Itoa(int(sig))
 }
