@@ -468,3 +468,34 @@ func TestAzuriteLostClaimFoundHeld(t *testing.T) {
 		t.Errorf("after the run: term %d, last run %+v; want term 2 and vm-b's run, exit 0", p.Term, p.LastRun)
 	}
 }
+
+// A service so slow that the claim ends close to the stop deadline (every
+// answer 2.5 s late: the acquire, the reads sent with it, the claim's
+// write end 7.5 s after the acquire was sent, 1 s before the stop
+// deadline of a 15 s lease): the lease is renewed before it is handed
+// over, so that COMMAND does not start on a lease it cannot renew in time.
+func TestAzuriteSlowClaimRenewed(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	proxy, cfg, _ := ranAnHourAgo(t, cs)
+	proxy.Set(faultproxy.Mode{Latency: 2500 * time.Millisecond})
+	e := azuriteElector(t, azuriteBlob(t, cfg), "vm-b", nil)
+	before := proxy.Counts().ByOp[faultproxy.OpAcquire]
+	l, err := e.Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})
+	proxy.Set(faultproxy.Mode{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(l.stopAt()); left < l.renewTry() {
+		t.Errorf("handed over %v before the stop deadline, less than one renewal try (%v)", left, l.renewTry())
+	}
+	if n := proxy.Counts().ByOp[faultproxy.OpAcquire] - before; n < 2 {
+		t.Errorf("%d acquires, want the lease renewed by a second one", n)
+	}
+	if l.Term != 2 {
+		t.Errorf("term %d, want 2", l.Term)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
