@@ -122,7 +122,7 @@ func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
 	}
 	row("last occurrence", last)
 	if !v.due.IsZero() {
-		row("due occurrence", rfc3339(v.due)+" (not started yet: the next invocation runs it)")
+		row("due occurrence", rfc3339(v.due)+" (not started yet: the next invocation runs it, unless past its --starting-deadline)")
 	}
 	if !v.next.IsZero() {
 		row("next occurrence", rfc3339(v.next))
