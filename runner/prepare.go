@@ -32,21 +32,15 @@ var ErrSpent = errors.New("runner: prepared command already launched or discarde
 // Prepare) and waits for Launch or Discard. Its methods are safe for
 // concurrent use.
 type Prepared struct {
-	log      hclog.Logger
-	name     string // the command as given (Argv[0]), for messages
-	path     string // the command as resolved
-	stdin    *os.File
-	stopSig  syscall.Signal
-	grace    time.Duration
-	guard    *exec.Cmd
-	lifeline *os.File // write end; the guard kills the group when it is closed
-	status   *os.File // read end; the guard writes the command's wait status to it
-	launch   *os.File // write end; the guard reads the go-ahead from it
+	name   string // the command as given (Argv[0]), for messages
+	path   string // the command as resolved
+	stdin  *os.File
+	launch *os.File // write end; the guard reads the go-ahead from it
+	proc   *Process // what Launch returns, its guard already running
 
 	mu       sync.Mutex
 	state    prepState
 	deadline time.Time // the kill deadline for the command; zero when none
-	proc     *Process  // once launched
 }
 
 type prepState int
@@ -79,13 +73,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, ErrNoCommand
 	}
-	path, err := exec.LookPath(cfg.Argv[0])
+	path, err := lookup(cfg.Argv[0])
 	if err != nil {
-		var lpErr *exec.Error
-		if errors.As(err, &lpErr) {
-			err = lpErr.Err
-		}
-		return nil, &ExecError{Path: cfg.Argv[0], Code: execCode(err), Err: err}
+		return nil, err
 	}
 	self, err := selfExe()
 	if err != nil {
@@ -131,18 +121,24 @@ func Prepare(cfg Config) (*Prepared, error) {
 		closeFiles(ours[:])
 		return nil, fmt.Errorf("runner: start %s: %w", cfg.Argv[0], err)
 	}
-	log.Debug("prepared command", "path", path, "pgid", guard.Process.Pid)
+	pgid := guard.Process.Pid
+	log.Debug("prepared command", "path", path, "pgid", pgid)
 	return &Prepared{
-		log:      log,
-		name:     cfg.Argv[0],
-		path:     path,
-		stdin:    stdin,
-		stopSig:  stopSig,
-		grace:    cfg.KillGrace,
-		guard:    guard,
-		lifeline: ours[0],
-		status:   ours[1],
-		launch:   ours[2],
+		name:   cfg.Argv[0],
+		path:   path,
+		stdin:  stdin,
+		launch: ours[2],
+		proc: &Process{
+			log:      log,
+			guard:    guard,
+			pgid:     pgid,
+			stopSig:  stopSig,
+			grace:    cfg.KillGrace,
+			lifeline: ours[0],
+			status:   ours[1],
+			group:    groupWatch{pgid: pgid},
+			done:     make(chan struct{}),
+		},
 	}, nil
 }
 
@@ -154,7 +150,7 @@ func closeFiles(files []*os.File) {
 
 // Pid returns the pid of the guard, which will also be the id of the
 // command's process group.
-func (p *Prepared) Pid() int { return p.guard.Process.Pid }
+func (p *Prepared) Pid() int { return p.proc.pgid }
 
 // Launch starts the prepared command with env as its whole environment (nil
 // means os.Environ()) and returns it as Start does. The command is started
@@ -196,17 +192,15 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		p.discardLocked()
 		return nil, fmt.Errorf("runner: start %s: %w", p.name, err)
 	}
-	pgid := p.guard.Process.Pid
+	proc := p.proc
 	// The terminal is handed over now, not when the guard started: until the
 	// go-ahead, leaderrun's group keeps it.
 	tty, foreground := foregroundTerminal(p.stdin)
 	if foreground {
-		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, pgid); err != nil {
+		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, proc.pgid); err != nil {
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: start %s: give it the terminal: %w", p.name, err)
 		}
-	} else {
-		tty = -1
 	}
 	_, err = p.launch.Write(msg)
 	if cerr := p.launch.Close(); err == nil {
@@ -218,25 +212,13 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		}
 		p.discardLocked()
 		if errors.Is(err, syscall.EPIPE) {
-			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, p.guard.ProcessState)
+			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, proc.guard.ProcessState)
 		}
 		return nil, fmt.Errorf("runner: start %s: go-ahead: %w", p.name, err)
 	}
 	p.state = launched
-	proc := &Process{
-		log:      p.log,
-		guard:    p.guard,
-		pgid:     pgid,
-		stopSig:  p.stopSig,
-		grace:    p.grace,
-		tty:      tty,
-		lifeline: p.lifeline,
-		status:   p.status,
-		done:     make(chan struct{}),
-	}
-	proc.group.pgid = pgid
-	p.proc = proc
-	p.log.Debug("started command", "path", p.path, "pgid", pgid, "foreground", foreground)
+	proc.tty = tty
+	proc.log.Debug("started command", "path", p.path, "pgid", proc.pgid, "foreground", foreground)
 	go proc.supervise()
 	return proc, nil
 }
@@ -251,16 +233,14 @@ func (p *Prepared) Discard() {
 		return
 	}
 	p.discardLocked()
-	p.log.Debug("discarded prepared command", "pgid", p.guard.Process.Pid)
+	p.proc.log.Debug("discarded prepared command", "pgid", p.proc.pgid)
 }
 
 func (p *Prepared) discardLocked() {
 	p.state = discarded
-	// By pid: it is an unreaped child, so the pid cannot have been reused.
-	_ = p.guard.Process.Kill()
-	_ = p.guard.Wait()
-	p.lifeline.Close()
-	p.status.Close()
+	p.proc.dismissGuard()
+	p.proc.lifeline.Close()
+	p.proc.status.Close()
 	p.launch.Close()
 }
 
@@ -274,9 +254,8 @@ func (p *Prepared) SetKillDeadline(t time.Time) error {
 	p.mu.Lock()
 	switch p.state {
 	case launched:
-		proc := p.proc
 		p.mu.Unlock()
-		return proc.SetKillDeadline(t)
+		return p.proc.SetKillDeadline(t)
 	case prepared:
 		p.deadline = t
 		if t.IsZero() {
