@@ -6,6 +6,7 @@ package runner
 
 import (
 	"errors"
+	"io/fs"
 	"os/exec"
 )
 
@@ -34,4 +35,12 @@ func lookup(argv0 string) (string, error) {
 		return "", &ExecError{Path: argv0, Code: execCode(err), Err: err}
 	}
 	return path, nil
+}
+
+// execCode maps a LookPath error to the status a shell would report.
+func execCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
 }
