@@ -1,8 +1,8 @@
 //go:build unix
 
 // Preparing a command ahead of time: Prepare starts the guard while
-// leaderrun still waits for the lease; Launch gives it the go-ahead;
-// Discard ends it unused.
+// leaderrun waits for the lease, Launch gives it the go-ahead, Discard ends
+// it unused.
 
 package runner
 
@@ -19,18 +19,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrGuardGone is returned (wrapped) by Launch when the prepared guard died
-// before it could be given the go-ahead: nothing was started. Preparing
-// again is safe.
+// ErrGuardGone is returned (wrapped) by Launch when the guard died before
+// the go-ahead: nothing was started, and preparing again is safe.
 var ErrGuardGone = errors.New("runner: the prepared guard has gone")
 
 // ErrSpent is returned by Launch on a Prepared that was already launched or
 // discarded.
 var ErrSpent = errors.New("runner: prepared command already launched or discarded")
 
-// Prepared is a command whose guard has been started ahead of time (see
-// Prepare) and waits for Launch or Discard. Its methods are safe for
-// concurrent use.
+// Prepared is a command whose guard waits for Launch or Discard. Its methods
+// are safe for concurrent use.
 type Prepared struct {
 	name   string // the command as given (Argv[0]), for messages
 	path   string // the command as resolved
@@ -51,24 +49,18 @@ const (
 	discarded
 )
 
-// Prepare does all that Start does before the command can start, while
-// leaderrun still waits for the lease: it resolves the command (an
-// *ExecError or ErrNoCommand, as from Start) and starts the guard, which
-// leads the command's new process group and then waits, blocked in a read,
-// for the go-ahead that Launch sends. The command itself is not started
-// until then, so the guard's own start (a whole Go program's) is off the
-// critical path between holding the lease and running the command.
+// Prepare does all of Start that can precede the lease: it resolves the
+// command (an *ExecError or ErrNoCommand) and starts the guard, which leads
+// the command's new process group and waits, blocked in a read, for Launch's
+// go-ahead. So the guard's start (a whole Go program's) is off the critical
+// path between holding the lease and running the command.
 //
-// cfg.Env is ignored: the command's environment is the one given to Launch.
-// The guard itself runs with leaderrun's environment, which the command
-// never sees.
-//
-// While prepared, the guard does not take the terminal: leaderrun's group
-// stays in the foreground (Ctrl-C reaches leaderrun), and Launch hands the
-// terminal to the command's group, as Start does, just before the go-ahead.
-// If leaderrun dies before Launch, the guard exits without starting
-// anything. A Prepared must be launched or discarded: until then the guard
-// is a child of leaderrun.
+// cfg.Env is ignored: Launch gives the command's environment. The guard runs
+// with leaderrun's, which the command never sees. Until Launch, leaderrun's
+// group keeps the terminal's foreground (Ctrl-C reaches leaderrun). If
+// leaderrun dies before Launch, the guard exits having started nothing. A
+// Prepared must be launched or discarded: until then the guard is
+// leaderrun's child.
 func Prepare(cfg Config) (*Prepared, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, ErrNoCommand
@@ -152,21 +144,16 @@ func closeFiles(files []*os.File) {
 // command's process group.
 func (p *Prepared) Pid() int { return p.proc.pgid }
 
-// Launch starts the prepared command with env as its whole environment (nil
-// means os.Environ()) and returns it as Start does. The command is started
-// by the guard as soon as it reads the go-ahead: Launch does not wait for
-// that.
-//
-// The kill deadline set before Launch (SetKillDeadline) is in force in the
-// guard before the command starts, and a command whose deadline has already
-// passed is not started at all: the Process then ends at once, reporting
-// SIGKILL, as a command killed at its deadline does.
+// Launch has the guard start the command with env as its whole environment
+// (nil means os.Environ()), without waiting for that, and returns it as
+// Start does. The kill deadline set before (SetKillDeadline) is in force
+// before the command starts; if it has passed, the command is not started
+// and the Process ends at once reporting SIGKILL, as if killed at it.
 //
 // Launch fails, leaving nothing behind, when the guard is known to be gone
-// (ErrGuardGone), for an environment that cannot be passed (an entry that
-// contains NUL), and on a Prepared already launched or discarded
-// (ErrSpent). A guard that dies during Launch is reported by the Process's
-// Result, as after Start.
+// (ErrGuardGone), for an environment entry that contains NUL, and when
+// already launched or discarded (ErrSpent). A guard that dies during Launch
+// is reported by the Process's Result, as after Start.
 func (p *Prepared) Launch(env []string) (*Process, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -223,9 +210,8 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 	return proc, nil
 }
 
-// Discard ends the prepared guard without starting the command, and reaps
-// it. It does nothing after Launch or a previous Discard, so it can be
-// deferred.
+// Discard kills and reaps the guard without starting the command. It does
+// nothing after Launch or Discard, so it can be deferred.
 func (p *Prepared) Discard() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -245,11 +231,9 @@ func (p *Prepared) discardLocked() {
 }
 
 // SetKillDeadline sets the deadline by which the command's group must be
-// dead (see Process.SetKillDeadline). Before Launch, the latest deadline set
-// goes to the guard with the go-ahead: the command is not started if it has
-// passed, and is killed when it passes unless it is moved forward through
-// the Process. After Launch it is Process.SetKillDeadline; after Discard it
-// does nothing.
+// dead. Before Launch, the latest one goes with the go-ahead (see Launch)
+// and holds until moved through the Process; after Launch it is
+// Process.SetKillDeadline; after Discard it does nothing.
 func (p *Prepared) SetKillDeadline(t time.Time) error {
 	p.mu.Lock()
 	switch p.state {
