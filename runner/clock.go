@@ -1,7 +1,7 @@
 //go:build unix
 
 // The system-wide monotonic clock, which leaderrun and the guard share: the
-// kill deadline travels between them as one of its readings.
+// kill deadline travels between them as one of its readings, in nanoseconds.
 
 package runner
 
@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monotonicNow reads the system-wide monotonic clock, in nanoseconds.
 func monotonicNow() (int64, error) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
@@ -20,8 +19,7 @@ func monotonicNow() (int64, error) {
 	return ts.Nano(), nil
 }
 
-// monotonicAt is t as a reading of the system's monotonic clock, in
-// nanoseconds, which the guard shares.
+// monotonicAt is t as a reading of the system's monotonic clock.
 func monotonicAt(t time.Time) (int64, error) {
 	now, err := monotonicNow()
 	if err != nil {

@@ -1,8 +1,7 @@
 package runner
 
-// Finding the command: the lookup that Start and Prepare make, offered on
-// its own so that a caller can refuse a command that cannot be run before
-// it does anything else.
+// Finding the command, also on its own, so that a caller can refuse a
+// command that cannot be run before it does anything else.
 
 import (
 	"errors"
@@ -12,9 +11,8 @@ import (
 
 // Lookup resolves argv0 as Start and Prepare do (exec.LookPath: on PATH
 // unless it contains a '/'; the executable bit is checked) and starts
-// nothing. A command that cannot be run is reported as *ExecError, with
-// Code 127 when it was not found and 126 when it was found but cannot be
-// executed; nil means it could be started now.
+// nothing. A command that cannot be run is an *ExecError (Code 127: not
+// found, 126: cannot be executed); nil means it could be started now.
 //
 // Limit: the file may change between Lookup and Start (removed, its mode
 // changed): Start looks it up again and reports that the same way.
@@ -23,8 +21,7 @@ func Lookup(argv0 string) error {
 	return err
 }
 
-// lookup returns the path that exec.LookPath resolves argv0 to, or an
-// *ExecError.
+// lookup returns the path argv0 resolves to, or an *ExecError.
 func lookup(argv0 string) (string, error) {
 	path, err := exec.LookPath(argv0)
 	if err != nil {
