@@ -1,9 +1,9 @@
 //go:build unix
 
-// What leaderrun and the guard say to each other through their pipes: the
-// go-ahead (the command's kill deadline and environment) that Launch sends,
-// and the command's wait status that the guard reports back. The kill
-// deadlines sent later travel on the lifeline (Process.SetKillDeadline).
+// What leaderrun and the guard say through their pipes: Launch's go-ahead
+// (the command's kill deadline and environment) and the command's wait
+// status reported back. Later kill deadlines travel on the lifeline
+// (Process.SetKillDeadline).
 
 package runner
 
@@ -98,10 +98,7 @@ func formatStatus(code int, sig syscall.Signal) string {
 }
 
 func parseStatus(line string) (Result, bool) {
-	kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
-	if !ok {
-		return Result{}, false
-	}
+	kind, num, _ := strings.Cut(strings.TrimSpace(line), " ")
 	n, err := strconv.Atoi(num)
 	if err != nil {
 		return Result{}, false

@@ -33,12 +33,8 @@ func (p *Process) Stop(grace time.Duration) {
 	p.stopLocked(grace)
 }
 
-// Kill sends SIGKILL to the whole group now.
-func (p *Process) Kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.killLocked()
-}
+// Kill sends SIGKILL to the whole group now: it is Stop(0).
+func (p *Process) Kill() { p.Stop(0) }
 
 // HandleSignal applies the policy for a signal leaderrun received from
 // outside: SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to the group
