@@ -6,6 +6,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -70,15 +71,9 @@ type HealthConfig struct {
 // WithDefaults returns c with a zero Interval, Timeout or Retries replaced by
 // its default, as StartHealth does.
 func (c HealthConfig) WithDefaults() HealthConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultHealthInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultHealthTimeout
-	}
-	if c.Retries == 0 {
-		c.Retries = DefaultHealthRetries
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultHealthInterval)
+	c.Timeout = cmp.Or(c.Timeout, DefaultHealthTimeout)
+	c.Retries = cmp.Or(c.Retries, DefaultHealthRetries)
 	return c
 }
 
@@ -139,11 +134,8 @@ func StartHealth(ctx context.Context, cfg HealthConfig) (<-chan error, error) {
 		context.AfterFunc(ctx, func() { close(ch) })
 		return ch, nil
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	h := &healthChecker{cfg: cfg, log: log.Named("health")}
+	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("health")
+	h := &healthChecker{cfg: cfg, log: log}
 	go h.loop(ctx, ch)
 	return ch, nil
 }

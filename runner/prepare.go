@@ -7,6 +7,7 @@
 package runner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -73,16 +74,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	log = log.Named("runner")
-	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
-	stopSig := cfg.StopSignal
-	if stopSig == 0 {
-		stopSig = syscall.SIGTERM
-	}
+	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("runner")
+	stdin := cmp.Or(cfg.Stdin, os.Stdin)
 
 	// The guard's ends, then leaderrun's.
 	var theirs, ours [3]*os.File
@@ -102,8 +95,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 		Path:        self,
 		Args:        guardArgs(path, cfg.Argv),
 		Stdin:       stdin,
-		Stdout:      stdout,
-		Stderr:      stderr,
+		Stdout:      cmp.Or(cfg.Stdout, os.Stdout),
+		Stderr:      cmp.Or(cfg.Stderr, os.Stderr),
 		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
@@ -124,7 +117,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			log:      log,
 			guard:    guard,
 			pgid:     pgid,
-			stopSig:  stopSig,
+			stopSig:  cmp.Or(cfg.StopSignal, syscall.SIGTERM),
 			grace:    cfg.KillGrace,
 			lifeline: ours[0],
 			status:   ours[1],

@@ -39,10 +39,8 @@ type Config struct {
 
 // Result is how the command ended.
 type Result struct {
-	// ExitCode is the command's exit code; -1 when a signal ended it.
-	ExitCode int
-	// Signal is the signal that ended the command, 0 when it exited.
-	Signal syscall.Signal
+	ExitCode int            // the command's exit code; -1 when a signal ended it
+	Signal   syscall.Signal // the signal that ended it; 0 when it exited
 }
 
 // Code returns the status a shell would report: ExitCode, or 128+Signal.
@@ -128,13 +126,6 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	return prep.Launch(cfg.Env)
-}
-
-func orFile(f, def *os.File) *os.File {
-	if f == nil {
-		return def
-	}
-	return f
 }
 
 // guardArgs is the guard's argv: leaderrun's own name, the hidden switch,
