@@ -3,7 +3,7 @@
 // What leaderrun and the guard say through their pipes: Launch's go-ahead
 // (the command's kill deadline and environment) and the command's wait
 // status reported back. Later kill deadlines travel on the lifeline
-// (Process.SetKillDeadline).
+// (Process.SetKillDeadline). Both read the same monotonic clock.
 
 package runner
 
@@ -16,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The go-ahead that Launch sends to the guard: a header of the kill deadline
@@ -110,4 +113,32 @@ func parseStatus(line string) (Result, bool) {
 		return Result{ExitCode: -1, Signal: syscall.Signal(n)}, true
 	}
 	return Result{}, false
+}
+
+// monotonicNow reads the system-wide monotonic clock, in nanoseconds: the
+// kill deadline travels as one of its readings, which the guard shares.
+func monotonicNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, err
+	}
+	return ts.Nano(), nil
+}
+
+// monotonicAt is t as a reading of the system's monotonic clock.
+func monotonicAt(t time.Time) (int64, error) {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0, err
+	}
+	return now + int64(time.Until(t)), nil
+}
+
+// untilMonotonic is how long until a system monotonic clock reading.
+func untilMonotonic(at int64) time.Duration {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0
+	}
+	return time.Duration(at - now)
 }

@@ -1,12 +1,14 @@
 //go:build unix
 
-// The runner's public face: Config, Result, the errors, Start, and Process
-// with its accessors (signalling in stop.go, supervision in supervise.go).
+// The runner's public face: Config, Result, the errors, Lookup, Start, and
+// Process with its accessors (signalling in stop.go, supervision in
+// supervise.go).
 
 package runner
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sync"
@@ -68,6 +70,39 @@ func (e *ExecError) Error() string {
 }
 
 func (e *ExecError) Unwrap() error { return e.Err }
+
+// Lookup resolves argv0 as Start and Prepare do (exec.LookPath: on PATH
+// unless it contains a '/'; the executable bit is checked) and starts
+// nothing. A command that cannot be run is an *ExecError (Code 127: not
+// found, 126: cannot be executed); nil means it could be started now.
+//
+// Limit: the file may change between Lookup and Start (removed, its mode
+// changed): Start looks it up again and reports that the same way.
+func Lookup(argv0 string) error {
+	_, err := lookup(argv0)
+	return err
+}
+
+// lookup returns the path argv0 resolves to, or an *ExecError.
+func lookup(argv0 string) (string, error) {
+	path, err := exec.LookPath(argv0)
+	if err != nil {
+		var lpErr *exec.Error
+		if errors.As(err, &lpErr) {
+			err = lpErr.Err
+		}
+		return "", &ExecError{Path: argv0, Code: execCode(err), Err: err}
+	}
+	return path, nil
+}
+
+// execCode maps a LookPath error to the status a shell would report.
+func execCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
 
 // Process is a running command and its process group. Its methods are safe
 // for concurrent use.

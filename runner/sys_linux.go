@@ -43,11 +43,7 @@ func (g *groupWatch) alive() bool {
 		return true
 	}
 	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		if runningIn(pid, g.pgid) {
+		if pid, err := strconv.Atoi(name); err == nil && runningIn(pid, g.pgid) {
 			g.hint = pid
 			return true
 		}
