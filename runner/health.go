@@ -101,8 +101,8 @@ type UnhealthyError struct {
 	// Last is why the last check failed: "exit status N", "signal: ...",
 	// "timed out after D" or "could not start: ...".
 	Last string
-	// Output is the end (at most 4 KiB) of the last check's stdout and
-	// stderr, interleaved as written, surrounding white space trimmed.
+	// Output is the end (at most 4 KiB) of the last failed check's stdout
+	// and stderr, interleaved as written, surrounding white space trimmed.
 	Output string
 }
 

@@ -44,8 +44,9 @@ func (p *Process) supervise() {
 	p.result = res
 	close(p.done)
 	// The group is empty and the guard outside it (or reaped above): its
-	// dismissal comes after Done, which the end of the run and the lease's
-	// release wait for. Until then the lifeline covers nothing but it.
+	// dismissal needs no waiting, so it comes after Done, which the end of
+	// the run and the lease's release wait for. Until then the lifeline
+	// covers nothing but it.
 	p.dismissGuard()
 	p.lifeline.Close()
 }
