@@ -1,9 +1,8 @@
 //go:build unix
 
-// The command's (or a health check's) process group as a whole: sending it
-// a signal, and waiting until it is empty once SIGKILL has been sent. What
-// tells whether a group still has a member is per system (groupWatch, in
-// group_linux.go and group_other.go).
+// A process group as a whole (the command's or a health check's): sending it
+// a signal, waiting until it is empty. Whether it has a member is per system
+// (groupWatch).
 
 package runner
 
@@ -17,8 +16,7 @@ import (
 )
 
 const (
-	// pollInterval is how often a group is looked at while it is being
-	// emptied.
+	// pollInterval is how often a group being emptied is looked at.
 	pollInterval = 25 * time.Millisecond
 	// killWait bounds the wait for a group to empty once SIGKILL has been
 	// sent: a process stuck in the kernel (uninterruptible sleep) cannot be
@@ -37,12 +35,11 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 }
 
 // awaitEmpty waits until the group has no running member, looking every
-// pollInterval, the first time one interval from now. Once SIGKILL has been
-// sent to the group (killedAt returns when, non-zero), every look that finds
-// it not empty calls kill to send SIGKILL again, since a process that was
-// forking at the first one may have left a child that did not get it, and
-// the wait ends killWait after that first SIGKILL, empty or not. Until then
-// (a grace running) it only looks. It reports whether the group emptied.
+// pollInterval, and reports whether it emptied. Until SIGKILL has been sent
+// (killedAt non-zero) it only looks. After, every look that finds a member
+// calls kill to send SIGKILL again (a process forking at the first one may
+// have left a child that missed it), and the wait ends killWait after the
+// first SIGKILL, empty or not.
 func (g *groupWatch) awaitEmpty(killedAt func() time.Time, kill func()) bool {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()

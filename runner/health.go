@@ -1,12 +1,12 @@
 //go:build unix
 
 // The health check of the running command, as Docker's HEALTHCHECK: its
-// configuration, the loop that counts failures, and one check run in a
-// process group of its own.
+// configuration, the loop that counts failures, and one check.
 
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -35,63 +35,51 @@ const (
 const (
 	// healthOutputMax is how much of a check's output is kept: its end.
 	healthOutputMax = 4 << 10
-	// healthOutputWait bounds the wait for the end of a check's output once
-	// its group is gone: a process that left the group (setsid) may still
-	// hold the pipe open.
+	// healthOutputWait bounds the wait for a check's output once its group
+	// is gone: a process that left it (setsid) may hold the pipe open.
 	healthOutputWait = 250 * time.Millisecond
 )
 
-// HealthConfig configures a health check of the running command, with the
-// names and meaning of Docker's HEALTHCHECK.
+// HealthConfig configures a health check, with the names and meaning of
+// Docker's HEALTHCHECK.
 type HealthConfig struct {
-	// Cmd is run with "/bin/sh -c Cmd", in a process group of its own, with
-	// stdin from /dev/null and its stdout and stderr captured (never passed
-	// to leaderrun's own). Exit status 0 is a pass, anything else a
-	// failure. Empty means no check.
+	// Cmd is run with "/bin/sh -c Cmd" in a process group of its own, stdin
+	// from /dev/null, stdout and stderr captured (never passed to
+	// leaderrun's). Exit status 0 is a pass. Empty means no check.
 	Cmd string
 	// Interval is the time between the end of one check and the start of
 	// the next; the first check starts Interval after StartHealth. Zero
 	// means DefaultHealthInterval (see WithDefaults).
 	Interval time.Duration
-	// Timeout bounds a check: one still running after Timeout is killed
-	// (SIGKILL to its whole group) and counts as failed. Zero means
-	// DefaultHealthTimeout.
+	// Timeout bounds a check: one still running then is killed (SIGKILL to
+	// its group) and counts as failed. Zero means DefaultHealthTimeout.
 	Timeout time.Duration
 	// Retries is how many consecutive failures make the command unhealthy.
 	// Zero means DefaultHealthRetries.
 	Retries int
-	// StartPeriod is an initial period, from StartHealth, during which
-	// failed checks do not count; a check that passes ends it early. A
-	// check counts as in the period when it started in it. Zero means none.
+	// StartPeriod is an initial period, from StartHealth, in which failed
+	// checks (by their start) do not count; a pass ends it early. Zero
+	// means none.
 	StartPeriod time.Duration
 	// Env is the check's full environment; nil means os.Environ().
 	Env []string
-	// Logger receives the checker's log, under the name "health": every
-	// result at debug, the command becoming unhealthy at warn, a pass after
-	// counted failures at info. Nil discards it.
+	// Logger receives the log, named "health": every result at debug, a
+	// pass after counted failures at info, unhealthy at warn. Nil discards.
 	Logger hclog.Logger
 }
 
 // WithDefaults returns c with a zero Interval, Timeout or Retries replaced by
-// its default. StartHealth applies it itself.
+// its default, as StartHealth does.
 func (c HealthConfig) WithDefaults() HealthConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultHealthInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultHealthTimeout
-	}
-	if c.Retries == 0 {
-		c.Retries = DefaultHealthRetries
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultHealthInterval)
+	c.Timeout = cmp.Or(c.Timeout, DefaultHealthTimeout)
+	c.Retries = cmp.Or(c.Retries, DefaultHealthRetries)
 	return c
 }
 
-// Validate reports a configuration that cannot be used: an Interval or a
-// Timeout that is not positive, Retries below 1, a negative StartPeriod. The
-// fields are checked whether Cmd is set or not, and as they are: an explicit
-// zero is refused. Call c.WithDefaults().Validate() to have zero mean the
-// default, as StartHealth does.
+// Validate reports an Interval or Timeout not positive, Retries below 1, or
+// a negative StartPeriod, whether Cmd is set or not. An explicit zero is
+// refused: c.WithDefaults().Validate() makes it the default, as StartHealth.
 func (c HealthConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
@@ -109,14 +97,12 @@ func (c HealthConfig) Validate() error {
 // UnhealthyError reports that the health check failed Retries times in a
 // row.
 type UnhealthyError struct {
-	// Failures is the number of consecutive counted failures (Retries).
-	Failures int
+	Failures int // consecutive counted failures (Retries)
 	// Last is why the last check failed: "exit status N", "signal: ...",
 	// "timed out after D" or "could not start: ...".
 	Last string
 	// Output is the end (at most 4 KiB) of the last failed check's stdout
-	// and stderr, interleaved as written, with surrounding white space
-	// trimmed.
+	// and stderr, interleaved as written, surrounding white space trimmed.
 	Output string
 }
 
@@ -124,23 +110,20 @@ func (e *UnhealthyError) Error() string {
 	return "runner: health check failed " + strconv.Itoa(e.Failures) + " times in a row: " + e.Last
 }
 
-// StartHealth checks the command's health until ctx ends, as cfg (with
-// WithDefaults applied) says; it returns an error only when cfg is invalid.
+// StartHealth checks the command's health until ctx ends, as
+// cfg.WithDefaults() says; it fails only when that is invalid.
 //
-// The returned channel receives one *UnhealthyError when Retries consecutive
-// checks have failed, and is then closed; when ctx ends first, it is closed
-// without a value. Either way, once a receive from it returns, the checker
-// has stopped and no check is running: one under way when ctx ended has been
-// killed (SIGKILL to its group) and reaped. So a caller that cancels ctx and
-// then receives once knows nothing of the checker is left. With an empty
-// Cmd nothing is checked and the channel is closed when ctx ends.
+// The channel receives one *UnhealthyError when Retries consecutive checks
+// have failed, then is closed; if ctx ends first it is closed empty. Once a
+// receive returns, no check is running: one under way when ctx ended has been
+// killed (SIGKILL to its group) and reaped, so a caller that cancels ctx and
+// receives once knows nothing is left. An empty Cmd checks nothing.
 //
-// Limits: what a check leaves running in its group is killed when the check
-// ends, but a process that leaves the group (setsid, a daemon) is out of
-// reach. A check whose processes stay stuck in the kernel after SIGKILL is
-// waited for a few seconds, then given up on (logged). If leaderrun itself
-// is killed while a check runs, the check's shell gets SIGKILL on Linux (a
-// parent-death signal), but what it started may finish on its own.
+// Limits: what a check leaves in its group is killed when it ends, but a
+// process that leaves the group (setsid) is out of reach. Processes stuck in
+// the kernel after SIGKILL are waited for a few seconds, then given up on
+// (logged). If leaderrun is killed during a check, the shell gets SIGKILL on
+// Linux (parent-death signal), but what it started may finish on its own.
 func StartHealth(ctx context.Context, cfg HealthConfig) (<-chan error, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -151,11 +134,8 @@ func StartHealth(ctx context.Context, cfg HealthConfig) (<-chan error, error) {
 		context.AfterFunc(ctx, func() { close(ch) })
 		return ch, nil
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	h := &healthChecker{cfg: cfg, log: log.Named("health")}
+	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("health")
+	h := &healthChecker{cfg: cfg, log: log}
 	go h.loop(ctx, ch)
 	return ch, nil
 }
@@ -174,8 +154,8 @@ type checkResult struct {
 	output   string
 }
 
-// loop runs the checks, one at a time, until ctx ends or the command is
-// unhealthy, and closes ch when it returns.
+// loop runs the checks one at a time until ctx ends or the command is
+// unhealthy, then closes ch.
 func (h *healthChecker) loop(ctx context.Context, ch chan<- error) {
 	defer close(ch)
 	start := time.Now()
@@ -220,8 +200,8 @@ func (h *healthChecker) loop(ctx context.Context, ch chan<- error) {
 	}
 }
 
-// check runs the check once, in a process group of its own, and returns when
-// the group is gone (or has been given up on), the check's shell reaped.
+// check runs the check once and returns when its group is gone (or given up
+// on), the shell reaped.
 func (h *healthChecker) check(ctx context.Context) checkResult {
 	res := checkResult{started: time.Now()}
 	r, w, err := os.Pipe()
@@ -237,7 +217,6 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 		Stderr:      w,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// On Linux the shell gets a parent-death signal (see pdeath).
 	exited, err := pdeath.Start(cmd)
 	w.Close()
 	if err != nil {
@@ -254,13 +233,12 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 		_, _ = io.Copy(out, r)
 	}()
 
-	timeout := time.NewTimer(h.cfg.Timeout)
+	timeout, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	select {
 	case <-exited:
-	case <-timeout.C:
-	case <-ctx.Done():
+	case <-timeout.Done():
 	}
-	timeout.Stop()
+	cancel()
 	inTime := false
 	select {
 	case <-exited:
@@ -298,14 +276,12 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 	return res
 }
 
-// endGroup sends SIGKILL to the check's group, waits for the shell (which
-// leads the group) to be reaped, then for the group to be empty (see
-// awaitEmpty). The whole wait is bounded by killWait.
+// endGroup sends SIGKILL to the check's group, waits for the shell (its
+// leader) to be reaped, then for the group to be empty, within killWait.
 //
-// When the shell has already exited and been reaped, its pid can only have
-// been reused as a group id if the group is empty and the pid space has
-// wrapped around since: a process group's id is not reused while the group
-// has a member.
+// A shell already reaped may have had its pid reused as a group id only if
+// the group is empty and pids have wrapped since: a group's id is not reused
+// while it has a member.
 func (h *healthChecker) endGroup(pgid int, exited <-chan struct{}) {
 	kill := func() {
 		if err := signalGroup(pgid, unix.SIGKILL); err != nil {
@@ -341,22 +317,21 @@ type tailBuffer struct {
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := len(p)
 	if len(p) >= t.max {
 		t.cut = t.cut || len(t.buf) > 0 || len(p) > t.max
 		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
+		return len(p), nil
 	}
 	if over := len(t.buf) + len(p) - t.max; over > 0 {
 		t.cut = true
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	t.buf = append(t.buf, p...)
-	return n, nil
+	return len(p), nil
 }
 
-// String returns what is kept, without a partial character at the front when
-// the front was cut, and with surrounding white space trimmed.
+// String returns what is kept, without a partial character at a cut front,
+// surrounding white space trimmed.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

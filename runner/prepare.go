@@ -1,12 +1,13 @@
 //go:build unix
 
 // Preparing a command ahead of time: Prepare starts the guard while
-// leaderrun still waits for the lease; Launch gives it the go-ahead;
-// Discard ends it unused.
+// leaderrun waits for the lease, Launch gives it the go-ahead, Discard ends
+// it unused.
 
 package runner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -19,34 +20,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrGuardGone is returned (wrapped) by Launch when the prepared guard died
-// before it could be given the go-ahead: nothing was started. Preparing
-// again is safe.
+// ErrGuardGone is returned (wrapped) by Launch when the guard died before
+// the go-ahead: nothing was started, and preparing again is safe.
 var ErrGuardGone = errors.New("runner: the prepared guard has gone")
 
 // ErrSpent is returned by Launch on a Prepared that was already launched or
 // discarded.
 var ErrSpent = errors.New("runner: prepared command already launched or discarded")
 
-// Prepared is a command whose guard has been started ahead of time (see
-// Prepare) and waits for Launch or Discard. Its methods are safe for
-// concurrent use.
+// Prepared is a command whose guard waits for Launch or Discard. Its methods
+// are safe for concurrent use.
 type Prepared struct {
-	log      hclog.Logger
-	name     string // the command as given (Argv[0]), for messages
-	path     string // the command as resolved
-	stdin    *os.File
-	stopSig  syscall.Signal
-	grace    time.Duration
-	guard    *exec.Cmd
-	lifeline *os.File // write end; the guard kills the group when it is closed
-	status   *os.File // read end; the guard writes the command's wait status to it
-	launch   *os.File // write end; the guard reads the go-ahead from it
+	name   string // the command as given (Argv[0]), for messages
+	path   string // the command as resolved
+	stdin  *os.File
+	launch *os.File // write end; the guard reads the go-ahead from it
+	proc   *Process // what Launch returns, its guard already running
 
 	mu       sync.Mutex
 	state    prepState
 	deadline time.Time // the kill deadline for the command; zero when none
-	proc     *Process  // once launched
 }
 
 type prepState int
@@ -57,50 +50,32 @@ const (
 	discarded
 )
 
-// Prepare does all that Start does before the command can start, while
-// leaderrun still waits for the lease: it resolves the command (an
-// *ExecError or ErrNoCommand, as from Start) and starts the guard, which
-// leads the command's new process group and then waits, blocked in a read,
-// for the go-ahead that Launch sends. The command itself is not started
-// until then, so the guard's own start (a whole Go program's) is off the
-// critical path between holding the lease and running the command.
+// Prepare does all of Start that can precede the lease: it resolves the
+// command (an *ExecError or ErrNoCommand) and starts the guard, which leads
+// the command's new process group and waits, blocked in a read, for Launch's
+// go-ahead. So the guard's start (a whole Go program's) is off the critical
+// path between holding the lease and running the command.
 //
-// cfg.Env is ignored: the command's environment is the one given to Launch.
-// The guard itself runs with leaderrun's environment, which the command
-// never sees.
-//
-// While prepared, the guard does not take the terminal: leaderrun's group
-// stays in the foreground (Ctrl-C reaches leaderrun), and Launch hands the
-// terminal to the command's group, as Start does, just before the go-ahead.
-// If leaderrun dies before Launch, the guard exits without starting
-// anything. A Prepared must be launched or discarded: until then the guard
-// is a child of leaderrun.
+// cfg.Env is ignored: Launch gives the command's environment. The guard runs
+// with leaderrun's, which the command never sees. Until Launch, leaderrun's
+// group keeps the terminal's foreground (Ctrl-C reaches leaderrun). If
+// leaderrun dies before Launch, the guard exits having started nothing. A
+// Prepared must be launched or discarded: until then the guard is
+// leaderrun's child.
 func Prepare(cfg Config) (*Prepared, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, ErrNoCommand
 	}
-	path, err := exec.LookPath(cfg.Argv[0])
+	path, err := lookup(cfg.Argv[0])
 	if err != nil {
-		var lpErr *exec.Error
-		if errors.As(err, &lpErr) {
-			err = lpErr.Err
-		}
-		return nil, &ExecError{Path: cfg.Argv[0], Code: execCode(err), Err: err}
+		return nil, err
 	}
 	self, err := selfExe()
 	if err != nil {
 		return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	log = log.Named("runner")
-	stdin, stdout, stderr := orFile(cfg.Stdin, os.Stdin), orFile(cfg.Stdout, os.Stdout), orFile(cfg.Stderr, os.Stderr)
-	stopSig := cfg.StopSignal
-	if stopSig == 0 {
-		stopSig = syscall.SIGTERM
-	}
+	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("runner")
+	stdin := cmp.Or(cfg.Stdin, os.Stdin)
 
 	// The guard's ends, then leaderrun's.
 	var theirs, ours [3]*os.File
@@ -120,8 +95,8 @@ func Prepare(cfg Config) (*Prepared, error) {
 		Path:        self,
 		Args:        guardArgs(path, cfg.Argv),
 		Stdin:       stdin,
-		Stdout:      stdout,
-		Stderr:      stderr,
+		Stdout:      cmp.Or(cfg.Stdout, os.Stdout),
+		Stderr:      cmp.Or(cfg.Stderr, os.Stderr),
 		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
@@ -131,18 +106,24 @@ func Prepare(cfg Config) (*Prepared, error) {
 		closeFiles(ours[:])
 		return nil, fmt.Errorf("runner: start %s: %w", cfg.Argv[0], err)
 	}
-	log.Debug("prepared command", "path", path, "pgid", guard.Process.Pid)
+	pgid := guard.Process.Pid
+	log.Debug("prepared command", "path", path, "pgid", pgid)
 	return &Prepared{
-		log:      log,
-		name:     cfg.Argv[0],
-		path:     path,
-		stdin:    stdin,
-		stopSig:  stopSig,
-		grace:    cfg.KillGrace,
-		guard:    guard,
-		lifeline: ours[0],
-		status:   ours[1],
-		launch:   ours[2],
+		name:   cfg.Argv[0],
+		path:   path,
+		stdin:  stdin,
+		launch: ours[2],
+		proc: &Process{
+			log:      log,
+			guard:    guard,
+			pgid:     pgid,
+			stopSig:  cmp.Or(cfg.StopSignal, syscall.SIGTERM),
+			grace:    cfg.KillGrace,
+			lifeline: ours[0],
+			status:   ours[1],
+			group:    groupWatch{pgid: pgid},
+			done:     make(chan struct{}),
+		},
 	}, nil
 }
 
@@ -154,23 +135,18 @@ func closeFiles(files []*os.File) {
 
 // Pid returns the pid of the guard, which will also be the id of the
 // command's process group.
-func (p *Prepared) Pid() int { return p.guard.Process.Pid }
+func (p *Prepared) Pid() int { return p.proc.pgid }
 
-// Launch starts the prepared command with env as its whole environment (nil
-// means os.Environ()) and returns it as Start does. The command is started
-// by the guard as soon as it reads the go-ahead: Launch does not wait for
-// that.
-//
-// The kill deadline set before Launch (SetKillDeadline) is in force in the
-// guard before the command starts, and a command whose deadline has already
-// passed is not started at all: the Process then ends at once, reporting
-// SIGKILL, as a command killed at its deadline does.
+// Launch has the guard start the command with env as its whole environment
+// (nil means os.Environ()), without waiting for that, and returns it as
+// Start does. The kill deadline set before (SetKillDeadline) is in force
+// before the command starts; if it has passed, the command is not started
+// and the Process ends at once reporting SIGKILL, as if killed at it.
 //
 // Launch fails, leaving nothing behind, when the guard is known to be gone
-// (ErrGuardGone), for an environment that cannot be passed (an entry that
-// contains NUL), and on a Prepared already launched or discarded
-// (ErrSpent). A guard that dies during Launch is reported by the Process's
-// Result, as after Start.
+// (ErrGuardGone), for an environment entry that contains NUL, and when
+// already launched or discarded (ErrSpent). A guard that dies during Launch
+// is reported by the Process's Result, as after Start.
 func (p *Prepared) Launch(env []string) (*Process, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -196,17 +172,15 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		p.discardLocked()
 		return nil, fmt.Errorf("runner: start %s: %w", p.name, err)
 	}
-	pgid := p.guard.Process.Pid
+	proc := p.proc
 	// The terminal is handed over now, not when the guard started: until the
 	// go-ahead, leaderrun's group keeps it.
 	tty, foreground := foregroundTerminal(p.stdin)
 	if foreground {
-		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, pgid); err != nil {
+		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, proc.pgid); err != nil {
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: start %s: give it the terminal: %w", p.name, err)
 		}
-	} else {
-		tty = -1
 	}
 	_, err = p.launch.Write(msg)
 	if cerr := p.launch.Close(); err == nil {
@@ -218,32 +192,19 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		}
 		p.discardLocked()
 		if errors.Is(err, syscall.EPIPE) {
-			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, p.guard.ProcessState)
+			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, proc.guard.ProcessState)
 		}
 		return nil, fmt.Errorf("runner: start %s: go-ahead: %w", p.name, err)
 	}
 	p.state = launched
-	proc := &Process{
-		log:      p.log,
-		guard:    p.guard,
-		pgid:     pgid,
-		stopSig:  p.stopSig,
-		grace:    p.grace,
-		tty:      tty,
-		lifeline: p.lifeline,
-		status:   p.status,
-		done:     make(chan struct{}),
-	}
-	proc.group.pgid = pgid
-	p.proc = proc
-	p.log.Debug("started command", "path", p.path, "pgid", pgid, "foreground", foreground)
+	proc.tty = tty
+	proc.log.Debug("started command", "path", p.path, "pgid", proc.pgid, "foreground", foreground)
 	go proc.supervise()
 	return proc, nil
 }
 
-// Discard ends the prepared guard without starting the command, and reaps
-// it. It does nothing after Launch or a previous Discard, so it can be
-// deferred.
+// Discard kills and reaps the guard without starting the command. It does
+// nothing after Launch or Discard, so it can be deferred.
 func (p *Prepared) Discard() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -251,32 +212,27 @@ func (p *Prepared) Discard() {
 		return
 	}
 	p.discardLocked()
-	p.log.Debug("discarded prepared command", "pgid", p.guard.Process.Pid)
+	p.proc.log.Debug("discarded prepared command", "pgid", p.proc.pgid)
 }
 
 func (p *Prepared) discardLocked() {
 	p.state = discarded
-	// By pid: it is an unreaped child, so the pid cannot have been reused.
-	_ = p.guard.Process.Kill()
-	_ = p.guard.Wait()
-	p.lifeline.Close()
-	p.status.Close()
+	p.proc.dismissGuard()
+	p.proc.lifeline.Close()
+	p.proc.status.Close()
 	p.launch.Close()
 }
 
 // SetKillDeadline sets the deadline by which the command's group must be
-// dead (see Process.SetKillDeadline). Before Launch, the latest deadline set
-// goes to the guard with the go-ahead: the command is not started if it has
-// passed, and is killed when it passes unless it is moved forward through
-// the Process. After Launch it is Process.SetKillDeadline; after Discard it
-// does nothing.
+// dead. Before Launch, the latest one goes with the go-ahead (see Launch)
+// and holds until moved through the Process; after Launch it is
+// Process.SetKillDeadline; after Discard it does nothing.
 func (p *Prepared) SetKillDeadline(t time.Time) error {
 	p.mu.Lock()
 	switch p.state {
 	case launched:
-		proc := p.proc
 		p.mu.Unlock()
-		return proc.SetKillDeadline(t)
+		return p.proc.SetKillDeadline(t)
 	case prepared:
 		p.deadline = t
 		if t.IsZero() {

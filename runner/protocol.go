@@ -1,9 +1,9 @@
 //go:build unix
 
-// What leaderrun and the guard say to each other through their pipes: the
-// go-ahead (the command's kill deadline and environment) that Launch sends,
-// and the command's wait status that the guard reports back. The kill
-// deadlines sent later travel on the lifeline (Process.SetKillDeadline).
+// What leaderrun and the guard say through their pipes: Launch's go-ahead
+// (the command's kill deadline and environment) and the command's wait
+// status reported back. Later kill deadlines travel on the lifeline
+// (Process.SetKillDeadline). Both read the same monotonic clock.
 
 package runner
 
@@ -16,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The go-ahead that Launch sends to the guard: a header of the kill deadline
@@ -98,10 +101,7 @@ func formatStatus(code int, sig syscall.Signal) string {
 }
 
 func parseStatus(line string) (Result, bool) {
-	kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
-	if !ok {
-		return Result{}, false
-	}
+	kind, num, _ := strings.Cut(strings.TrimSpace(line), " ")
 	n, err := strconv.Atoi(num)
 	if err != nil {
 		return Result{}, false
@@ -113,4 +113,32 @@ func parseStatus(line string) (Result, bool) {
 		return Result{ExitCode: -1, Signal: syscall.Signal(n)}, true
 	}
 	return Result{}, false
+}
+
+// monotonicNow reads the system-wide monotonic clock, in nanoseconds: the
+// kill deadline travels as one of its readings, which the guard shares.
+func monotonicNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, err
+	}
+	return ts.Nano(), nil
+}
+
+// monotonicAt is t as a reading of the system's monotonic clock.
+func monotonicAt(t time.Time) (int64, error) {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0, err
+	}
+	return now + int64(time.Until(t)), nil
+}
+
+// untilMonotonic is how long until a system monotonic clock reading.
+func untilMonotonic(at int64) time.Duration {
+	now, err := monotonicNow()
+	if err != nil {
+		return 0
+	}
+	return time.Duration(at - now)
 }

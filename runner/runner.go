@@ -1,8 +1,8 @@
 //go:build unix
 
-// The runner's public face: Config, Result, the errors, Start, and Process
-// with its read-only accessors. Signalling lives in stop.go, supervision in
-// supervise.go.
+// The runner's public face: Config, Result, the errors, Lookup, Start, and
+// Process with its accessors (signalling in stop.go, supervision in
+// supervise.go).
 
 package runner
 
@@ -31,25 +31,21 @@ type Config struct {
 	Stdin, Stdout, Stderr *os.File
 	// StopSignal asks the command to stop; 0 means SIGTERM.
 	StopSignal syscall.Signal
-	// KillGrace is how long the group has, after the stop signal sent for an
-	// outside stop request (HandleSignal) or for processes left behind by
-	// the command, before SIGKILL; 0 means SIGKILL at once.
+	// KillGrace is how long the group has after the stop signal, for an
+	// outside stop request (HandleSignal) or for what the command left
+	// behind, before SIGKILL; 0 means SIGKILL at once.
 	KillGrace time.Duration
-	// Logger receives the runner's log, under the name "runner"; nil
-	// discards it.
+	// Logger receives the log, named "runner"; nil discards it.
 	Logger hclog.Logger
 }
 
 // Result is how the command ended.
 type Result struct {
-	// ExitCode is the command's exit code; -1 when a signal ended it.
-	ExitCode int
-	// Signal is the signal that ended the command, 0 when it exited.
-	Signal syscall.Signal
+	ExitCode int            // the command's exit code; -1 when a signal ended it
+	Signal   syscall.Signal // the signal that ended it; 0 when it exited
 }
 
-// Code returns the status a shell would report: ExitCode, or 128+Signal
-// when a signal ended the command.
+// Code returns the status a shell would report: ExitCode, or 128+Signal.
 func (r Result) Code() int {
 	if r.Signal != 0 {
 		return 128 + int(r.Signal)
@@ -61,8 +57,8 @@ func (r Result) Code() int {
 var ErrNoCommand = errors.New("runner: no command")
 
 // ExecError reports a command that cannot be run: Code is 127 when it was
-// not found, 126 when it was found but is not executable (no permission, a
-// directory, found relative to the current directory through PATH).
+// not found, 126 when it is not executable (no permission, a directory,
+// found relative to the current directory through PATH).
 type ExecError struct {
 	Path string // the command as given (Argv[0])
 	Code int    // 126 or 127, the status a shell would report
@@ -74,6 +70,39 @@ func (e *ExecError) Error() string {
 }
 
 func (e *ExecError) Unwrap() error { return e.Err }
+
+// Lookup resolves argv0 as Start and Prepare do (exec.LookPath: on PATH
+// unless it contains a '/'; the executable bit is checked) and starts
+// nothing. A command that cannot be run is an *ExecError (Code 127: not
+// found, 126: cannot be executed); nil means it could be started now.
+//
+// Limit: the file may change between Lookup and Start (removed, its mode
+// changed): Start looks it up again and reports that the same way.
+func Lookup(argv0 string) error {
+	_, err := lookup(argv0)
+	return err
+}
+
+// lookup returns the path argv0 resolves to, or an *ExecError.
+func lookup(argv0 string) (string, error) {
+	path, err := exec.LookPath(argv0)
+	if err != nil {
+		var lpErr *exec.Error
+		if errors.As(err, &lpErr) {
+			err = lpErr.Err
+		}
+		return "", &ExecError{Path: argv0, Code: execCode(err), Err: err}
+	}
+	return path, nil
+}
+
+// execCode maps a LookPath error to the status a shell would report.
+func execCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return 127
+	}
+	return 126
+}
 
 // Process is a running command and its process group. Its methods are safe
 // for concurrent use.
@@ -90,7 +119,7 @@ type Process struct {
 	done   chan struct{}
 	result Result
 
-	// Used only by the supervising goroutine.
+	// Used only by the supervising goroutine (or by Discard, before it).
 	guardWaited bool
 	group       groupWatch
 
@@ -104,33 +133,28 @@ type Process struct {
 	killedAt   time.Time // when SIGKILL was first sent
 }
 
-// Start starts cfg.Argv in a new process group and returns without waiting
-// for it. It resolves the command first, so a command that cannot be run is
-// reported as *ExecError before anything is started. It is Prepare followed
-// by Launch(cfg.Env).
+// Start starts cfg.Argv in a new process group without waiting for it: it is
+// Prepare (a command that cannot be run is an *ExecError, and nothing is
+// started) followed by Launch(cfg.Env).
 //
-// The group is led by a guard process (leaderrun re-executed, see RunGuard)
-// whose child is the command. Promises and limits:
-//   - Every signal the Process sends goes to the whole group, so pipelines
-//     and grandchildren stop with the command; processes that leave the
-//     group (setsid, setpgid: daemons) are out of reach.
-//   - If leaderrun dies, even by SIGKILL, the guard notices at once and
-//     sends SIGKILL to the group, on every Unix system. On Linux the command
-//     also has a parent-death signal (SIGKILL) bound to the guard, so it
-//     cannot outlive a guard killed on its own; elsewhere a command whose
-//     guard alone was killed is stopped by leaderrun as a leftover.
+// The group is led by a guard (leaderrun re-executed, see RunGuard) whose
+// child is the command. Promises and limits:
+//   - Every signal goes to the whole group, pipelines and grandchildren
+//     included; processes that leave it (setsid, setpgid: daemons) are out
+//     of reach.
+//   - If leaderrun dies, even by SIGKILL, the guard at once sends SIGKILL to
+//     the group, on every Unix system. On Linux the command also has a
+//     parent-death signal (SIGKILL) bound to the guard, so it cannot outlive
+//     a guard killed alone; elsewhere leaderrun stops it as a leftover.
 //   - When the command exits, what it left in its group is stopped (stop
-//     signal, grace, SIGKILL) before Done is closed, and the guard still
-//     covers it against leaderrun's death meanwhile.
-//   - If Stdin is the controlling terminal and leaderrun's group is in the
-//     foreground, the group is put in the foreground (the command gets
-//     Ctrl-C and can read the terminal) and the terminal is given back to
-//     leaderrun's group before Done is closed. Job control is not relayed:
-//     a command stopped by Ctrl-Z stays stopped, holding the lease, until
-//     it gets SIGCONT or is stopped.
+//     signal, grace, SIGKILL) before Done, still covered by the guard.
+//   - If Stdin is the controlling terminal and leaderrun's group holds its
+//     foreground, the command's group gets it (Ctrl-C, reading), and it is
+//     given back before Done. Job control is not relayed: a command stopped
+//     by Ctrl-Z stays stopped, holding the lease, until SIGCONT or a stop.
 //
 // The guard is leaderrun's own binary: /proc/self/exe on Linux (still right
-// after the file was replaced by an upgrade), os.Executable elsewhere.
+// after an upgrade replaced the file), os.Executable elsewhere.
 func Start(cfg Config) (*Process, error) {
 	prep, err := Prepare(cfg)
 	if err != nil {
@@ -139,42 +163,23 @@ func Start(cfg Config) (*Process, error) {
 	return prep.Launch(cfg.Env)
 }
 
-// execCode maps a LookPath error to the status a shell would report.
-func execCode(err error) int {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return 127
-	}
-	return 126
-}
-
-func orFile(f, def *os.File) *os.File {
-	if f == nil {
-		return def
-	}
-	return f
-}
-
 // guardArgs is the guard's argv: leaderrun's own name, the hidden switch,
-// the protocol, the resolved path, then the command's argv as given (its
-// argv[0] kept).
+// the protocol, the resolved path, "--", then the command's argv as given.
 func guardArgs(path string, argv []string) []string {
 	self := "leaderrun"
 	if len(os.Args) > 0 && os.Args[0] != "" {
 		self = os.Args[0]
 	}
-	args := make([]string, 0, 5+len(argv))
-	args = append(args, self, guardArg, guardProtocol, path, "--")
-	return append(args, argv...)
+	return append([]string{self, guardArg, guardProtocol, path, "--"}, argv...)
 }
 
 // Pid returns the id of the command's process group, which is also the pid
 // of its leader, the guard.
 func (p *Process) Pid() int { return p.pgid }
 
-// Done is closed when the command has exited and nothing is left running in
-// its group, or, SIGKILL having been sent, when the group has still not
-// emptied after a few seconds (processes stuck in the kernel: they die as
-// soon as they leave it).
+// Done is closed when the command has exited and its group is empty, or,
+// SIGKILL sent, still not empty after a few seconds (processes stuck in the
+// kernel: they die as soon as they leave it).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Result returns how the command ended. It waits for Done.

@@ -1,9 +1,7 @@
 //go:build unix
 
-// Signalling the command's process group: Signal, Stop (the stop signal,
-// then SIGKILL after a grace), Kill (SIGKILL now), the policy for signals
-// leaderrun receives from outside (HandleSignal), and the kill deadline
-// handed to the guard (SetKillDeadline).
+// Signalling the command's process group: Signal, Stop, Kill, the policy
+// for signals from outside (HandleSignal), and the guard's kill deadline.
 
 package runner
 
@@ -24,32 +22,25 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return p.sendLocked(sig)
 }
 
-// Stop asks the group to stop: the stop signal now (followed by SIGCONT, so
-// that a stopped group can act on it), SIGKILL after grace; grace <= 0 means
-// SIGKILL now. It does not wait: use Done. The stop signal is sent by the
-// first call only; a later call may bring SIGKILL forward, never push it
-// back. After Done it does nothing.
+// Stop asks the group to stop: the stop signal now, then SIGCONT (so that a
+// stopped group can act on it), SIGKILL after grace (grace <= 0: now). It
+// does not wait: use Done. Only the first call sends the stop signal; a
+// later one may bring SIGKILL forward, never back. After Done it does
+// nothing.
 func (p *Process) Stop(grace time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopLocked(grace)
 }
 
-// Kill sends SIGKILL to the whole group now.
-func (p *Process) Kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.killLocked()
-}
+// Kill sends SIGKILL to the whole group now: it is Stop(0).
+func (p *Process) Kill() { p.Stop(0) }
 
-// HandleSignal applies the policy for a signal that leaderrun received from
-// outside:
-//   - SIGTERM, SIGINT, SIGHUP, SIGQUIT are forwarded to the group (followed
-//     by SIGCONT), and SIGKILL is due KillGrace after the first of them;
-//     a second SIGINT sends SIGKILL at once;
-//   - any other signal (SIGUSR1, SIGUSR2, SIGWINCH...) is forwarded as it is.
-//
-// A command that a forwarded signal ends reports it in its Result (128+N).
+// HandleSignal applies the policy for a signal leaderrun received from
+// outside: SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to the group
+// (then SIGCONT), with SIGKILL due KillGrace after the first of them, and
+// at once on a second SIGINT; any other (SIGUSR1, SIGWINCH...) is forwarded
+// as it is. A command a forwarded signal ends reports it (128+N).
 func (p *Process) HandleSignal(sig os.Signal) {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
@@ -160,25 +151,24 @@ func (p *Process) killLocked() {
 }
 
 // SetKillDeadline hands the guard a deadline by which the group must be
-// dead: if leaderrun has not moved it forward by then, the guard sends
-// SIGKILL to the group on its own. This covers a leaderrun that cannot act
-// although it is alive (stopped with SIGSTOP, starved), as the lifeline
-// covers a dead one; it cannot cover a host that is frozen as a whole. The
-// deadline is passed on the system's monotonic clock, which the guard
-// shares. Later calls replace it; after the group has gone it does nothing.
+// dead: unless leaderrun moves it forward, the guard sends SIGKILL then on
+// its own. This covers a leaderrun alive but unable to act (SIGSTOP,
+// starved), as the lifeline covers a dead one; not a host frozen as a
+// whole. It travels as a reading of the system's monotonic clock, which the
+// guard shares. Later calls replace it; after the group has gone it does
+// nothing.
 func (p *Process) SetKillDeadline(t time.Time) error {
 	at, err := monotonicAt(t)
 	if err != nil {
 		return fmt.Errorf("runner: kill deadline: %w", err)
 	}
-	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], uint64(at))
+	buf := binary.BigEndian.AppendUint64(nil, uint64(at))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone {
 		return nil
 	}
-	if _, err := p.lifeline.Write(buf[:]); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+	if _, err := p.lifeline.Write(buf); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("runner: kill deadline: %w", err)
 	}
 	return nil

@@ -1,8 +1,7 @@
 //go:build unix
 
-// The supervision of a started command: reading the wait status the guard
-// reports, stopping what the command left running in its group, dismissing
-// the guard, and closing Done.
+// The supervision of a started command: the wait status the guard reports,
+// stopping what the command left in its group, dismissing the guard, Done.
 
 package runner
 
@@ -16,14 +15,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// supervise waits for the command, stops its leftovers, dismisses the guard
-// and closes done.
 func (p *Process) supervise() {
 	res, reported := p.readStatus()
 	// The guard leaves the group before it reports, so that the group holds
-	// only what the command left behind. If it has not reported, it has died;
-	// if it is still in the group, it could not leave: either way, reap it
-	// now, or it would count as a leftover.
+	// only the command's leftovers. One that did not report has died, one
+	// still in the group could not leave: reap it now, or it counts as one.
 	if !reported || p.guardInGroup() {
 		p.dismissGuard()
 	}
@@ -47,16 +43,16 @@ func (p *Process) supervise() {
 	}
 	p.result = res
 	close(p.done)
-	// The group is empty and the guard, which has reported (or been reaped
-	// above), is outside it: dismissing it needs no wait of leaderrun's, so
-	// it comes after Done, which the end of the run and the release of the
-	// lease wait for. Until then the lifeline still covers nothing but it.
+	// The group is empty and the guard outside it (or reaped above): its
+	// dismissal needs no waiting, so it comes after Done, which the end of
+	// the run and the lease's release wait for. Until then the lifeline
+	// covers nothing but it.
 	p.dismissGuard()
 	p.lifeline.Close()
 }
 
-// readStatus reads the guard's report of the command's wait status. It
-// returns false when the guard exited without one.
+// readStatus reads the command's wait status from the guard; false when the
+// guard exited without reporting it.
 func (p *Process) readStatus() (Result, bool) {
 	line, err := bufio.NewReader(p.status).ReadString('\n')
 	if err != nil {
@@ -70,9 +66,8 @@ func (p *Process) guardInGroup() bool {
 	return err != nil || pg == p.pgid
 }
 
-// dismissGuard kills the guard (by pid: it is an unreaped child, so the pid
-// cannot have been reused) and reaps it. The guard has nothing left to do
-// once it has reported, or once it has died.
+// dismissGuard kills the guard (by pid: an unreaped child's pid cannot have
+// been reused) and reaps it, once.
 func (p *Process) dismissGuard() {
 	if p.guardWaited {
 		return
@@ -82,8 +77,8 @@ func (p *Process) dismissGuard() {
 	p.guardWaited = true
 }
 
-// guardResult is the guard's own status, used when it died before reporting
-// the command's (SIGKILL sent to the group, for one).
+// guardResult is the guard's own status, for when it died before reporting
+// the command's (SIGKILL sent to the group, say).
 func guardResult(st *os.ProcessState) Result {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return Result{ExitCode: -1, Signal: ws.Signal()}
@@ -91,11 +86,10 @@ func guardResult(st *os.ProcessState) Result {
 	return Result{ExitCode: st.ExitCode()}
 }
 
-// drain stops whatever the command left running in its group: the stop
-// signal, then SIGKILL after KillGrace or sooner if a Stop asked for sooner,
-// and waits until the group is empty (bounded once SIGKILL is sent). What a
-// command leaves behind when it exits by itself is worth a warning; what is
-// still on its way out of a stop under way is not.
+// drain stops what the command left in its group (stop signal, SIGKILL after
+// KillGrace or as a Stop asked) and waits until the group is empty, bounded
+// once SIGKILL is sent. Leftovers of a command that exited by itself are
+// worth a warning; what is on its way out of a stop under way is not.
 func (p *Process) drain() {
 	if !p.group.alive() {
 		return

@@ -1,7 +1,7 @@
 //go:build unix
 
-// The controlling terminal: handing its foreground to the command's group
-// and taking it back.
+// The controlling terminal's foreground: handed to the command's group, and
+// taken back.
 
 package runner
 

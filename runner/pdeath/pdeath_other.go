@@ -6,6 +6,5 @@ package pdeath
 
 import "os/exec"
 
-// setDeathSignal does nothing: there is no parent-death signal outside
-// Linux.
+// setDeathSignal does nothing.
 func setDeathSignal(*exec.Cmd) {}

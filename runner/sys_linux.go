@@ -1,5 +1,6 @@
-// Whether a process group still has a running member, on Linux: from
-// /proc, so that zombies do not count.
+// What Linux does its own way: whether a process group still has a running
+// member (from /proc, so that zombies do not count), and the executable the
+// guard is started from.
 
 package runner
 
@@ -11,6 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// selfExe is the executable the guard is started from. /proc/self/exe names
+// leaderrun's own binary even if its file was replaced or removed since.
+func selfExe() (string, error) { return "/proc/self/exe", nil }
 
 // groupWatch tells whether a process group still has a running member.
 type groupWatch struct {
@@ -38,11 +43,7 @@ func (g *groupWatch) alive() bool {
 		return true
 	}
 	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		if runningIn(pid, g.pgid) {
+		if pid, err := strconv.Atoi(name); err == nil && runningIn(pid, g.pgid) {
 			g.hint = pid
 			return true
 		}

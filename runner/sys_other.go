@@ -1,14 +1,19 @@
 //go:build unix && !linux
 
-// Whether a process group still has a member, outside Linux.
+// What other Unix systems do their own way: whether a process group still
+// has a member, and the executable the guard is started from.
 
 package runner
 
 import (
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
+
+// selfExe is the executable the guard is started from.
+func selfExe() (string, error) { return os.Executable() }
 
 // groupWatch tells whether a process group still has a member.
 type groupWatch struct {
