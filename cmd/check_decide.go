@@ -25,16 +25,7 @@ const (
 )
 
 func (s checkState) String() string {
-	switch s {
-	case stateOK:
-		return "OK"
-	case stateWarning:
-		return "WARNING"
-	case stateCritical:
-		return "CRITICAL"
-	default:
-		return "UNKNOWN"
-	}
+	return [...]string{stateOK: "OK", stateWarning: "WARNING", stateCritical: "CRITICAL", stateUnknown: "UNKNOWN"}[s]
 }
 
 // checkInput is what check decides from.

@@ -48,17 +48,7 @@ func toLeaseStatusJSON(l *lease.View) leaseStatusJSON {
 	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(s0.URL, s0.Props), DoneHosts: l.DoneHosts}
 	scheduleJSON(&j.statusJSON, s0.Props, l.Date)
 	if p := l.Paused(); p != nil {
-		pj := &pauseJSON{}
-		if p.Reason != "" {
-			pj.Reason = &p.Reason
-		}
-		if !p.Since.IsZero() {
-			pj.Since = &p.Since
-		}
-		if !p.Until.IsZero() {
-			pj.Until = &p.Until
-		}
-		j.Pause = pj
+		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until)}
 	}
 	if l.SlotCount > 1 {
 		j.Slots = []slotStatusJSON{}

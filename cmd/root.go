@@ -222,3 +222,22 @@ func unexpectedArgs(_ *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// usageErrorsAs makes wrap turn every usage error of c into its own: those
+// of its arguments and flags, and those of the root's log flags, checked
+// before RunE. check and doctor have exit statuses of their own.
+func usageErrorsAs(c *cobra.Command, a *app, wrap func(error) error) {
+	c.Args = func(c *cobra.Command, args []string) error {
+		if err := unexpectedArgs(c, args); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return wrap(err) })
+	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := a.setupLog(c); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+}

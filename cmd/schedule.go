@@ -137,20 +137,8 @@ func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
 		return
 	}
 	s.Schedule = &v.spec
-	if !v.last.IsZero() {
-		t := v.last.UTC()
-		s.LastOccurrence = &t
-	}
-	if !v.next.IsZero() {
-		t := v.next.UTC()
-		s.NextOccurrence = &t
-	}
-	if !v.missed.IsZero() {
-		t := v.missed.UTC()
-		s.MissedOccurrence = &t
-	}
-	if !v.due.IsZero() {
-		t := v.due.UTC()
-		s.DueOccurrence = &t
-	}
+	s.LastOccurrence = timeOrNull(v.last)
+	s.NextOccurrence = timeOrNull(v.next)
+	s.MissedOccurrence = timeOrNull(v.missed)
+	s.DueOccurrence = timeOrNull(v.due)
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
@@ -47,19 +48,13 @@ func writeSlotsText(w io.Writer, l *lease.View) {
 	}
 }
 
+// joinHosts lists the first 20 hosts.
 func joinHosts(hosts []string) string {
 	const most = 20
-	s := ""
-	for i, h := range hosts {
-		if i == most {
-			return s + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
-		}
-		if i > 0 {
-			s += ", "
-		}
-		s += h
+	if len(hosts) <= most {
+		return strings.Join(hosts, ", ")
 	}
-	return s
+	return strings.Join(hosts[:most], ", ") + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
 }
 
 // breakSlots is break for a lease of several slots without --slot: every

@@ -11,17 +11,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-type statusOptions struct {
+// readOptions are the options of status, history and list: where the
+// lease (or container) is, and text or JSON.
+type readOptions struct {
 	loc    locationOptions
 	output string
 }
 
 func newStatusCmd(a *app) *cobra.Command {
-	o := &statusOptions{}
+	o := &readOptions{}
 	c := &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
@@ -39,14 +40,14 @@ be read.`,
 			if err := o.loc.complete(c.Flags()); err != nil {
 				return err
 			}
-			if o.output != "text" && o.output != "json" {
-				return exit.Usagef("invalid --output %q: use text or json", o.output)
+			if err := checkOutput(o.output); err != nil {
+				return err
 			}
 			return runStatus(c.Context(), a, o)
 		},
 	}
 	o.loc.addFlags(c.Flags())
-	c.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(c.Flags(), &o.output)
 	return c
 }
 
@@ -75,7 +76,7 @@ type lastRunJSON struct {
 	ExitCode *int       `json:"exitCode"`
 }
 
-func runStatus(ctx context.Context, a *app, o *statusOptions) error {
+func runStatus(ctx context.Context, a *app, o *readOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
@@ -93,33 +94,35 @@ func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 }
 
 func toStatusJSON(url string, p *lease.Properties) statusJSON {
-	s := statusJSON{URL: url, State: string(p.State)}
-	if p.Holder != "" {
-		s.Holder = &p.Holder
-	}
-	if p.Term > 0 {
-		s.Term = &p.Term
-	}
-	if !p.AcquiredAt.IsZero() {
-		t := p.AcquiredAt.UTC()
-		s.AcquiredAt = &t
-	}
+	s := statusJSON{URL: url, State: string(p.State), Holder: stringOrNull(p.Holder), Term: termOrNull(p.Term), AcquiredAt: timeOrNull(p.AcquiredAt)}
 	if r := p.LastRun; r != nil {
-		lr := &lastRunJSON{ExitCode: r.ExitCode}
-		if r.Holder != "" {
-			lr.Holder = &r.Holder
-		}
-		if !r.Start.IsZero() {
-			t := r.Start.UTC()
-			lr.Start = &t
-		}
-		if !r.End.IsZero() {
-			t := r.End.UTC()
-			lr.End = &t
-		}
-		s.LastRun = lr
+		s.LastRun = &lastRunJSON{Holder: stringOrNull(r.Holder), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode}
 	}
 	return s
+}
+
+// stringOrNull, termOrNull and timeOrNull give a value for JSON: null when
+// it is not known (empty, no term, the zero time); times in UTC.
+func stringOrNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func termOrNull(term int64) *int64 {
+	if term <= 0 {
+		return nil
+	}
+	return &term
+}
+
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // writeStatusText prints status's rows; pause is the pause in force (nil if
@@ -196,7 +199,7 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 	if !p.Since.IsZero() {
 		fmt.Fprintf(&b, "since %s, ", stamp(p.Since, now))
 	}
-	b.WriteString("until " + untilText(p.Until))
+	b.WriteString("until " + timeOr(p.Until, "resume"))
 	if p.Reason != "" {
 		b.WriteString(": " + p.Reason)
 	}
