@@ -12,35 +12,22 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// slotOptions are the root command's slot and run-once flags.
-type slotOptions struct {
-	n           int
-	once        bool
-	oncePerHost bool
-	host        string // --once-per-host: --identity when given, else the hostname (set by complete)
-}
-
-func (o *slotOptions) addFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.n, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
-	fs.BoolVar(&o.once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
+func (o *runOptions) addSlotFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.run.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
+	fs.BoolVar(&o.run.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
 	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
 }
 
-// complete checks the flags; host is --identity as given (empty: none).
-func (o *slotOptions) complete() error {
-	if o.n < 1 || o.n > lease.MaxSlots {
-		return exit.Usagef("invalid --slots %d: use 1 to %d", o.n, lease.MaxSlots)
+// completeSlots checks --slots; host is --identity as given (empty: none).
+func (o *runOptions) completeSlots(host string) error {
+	if n := o.run.Lease.Slots; n < 1 || n > lease.MaxSlots {
+		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
 	}
-	if o.oncePerHost && o.host == "" {
-		o.host = hostname()
+	if o.oncePerHost {
+		if host == "" {
+			host = hostname()
+		}
+		o.run.OncePerHost = host
 	}
 	return nil
-}
-
-// oncePerHostName is WaitOptions.OncePerHost: the host, or "" when off.
-func (o *slotOptions) oncePerHostName() string {
-	if !o.oncePerHost {
-		return ""
-	}
-	return o.host
 }
