@@ -105,9 +105,6 @@ func doctorUsageError(err error) error {
 }
 
 func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	checks, err := lease.Doctor(ctx, lease.DoctorConfig{

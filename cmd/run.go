@@ -1,17 +1,20 @@
 package cmd
 
-// The root command: its options, their checks, and the flow of a run:
-// look COMMAND up, wait for the lease, run COMMAND while holding it.
+// The root command: its options and their checks, and the run itself
+// (leader.Run). schedule.go has the --schedule flags.
 
 import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -207,6 +210,48 @@ func (o *runOptions) completeEvents(fs *pflag.FlagSet) error {
 	o.run.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
 	if _, err := imds.NewClient(imds.Config{Endpoint: o.run.IMDSEndpoint}); err != nil {
 		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.run.IMDSEndpoint, err)
+	}
+	return nil
+}
+
+// parseSignal accepts TERM, SIGTERM, sigterm or 15.
+func parseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n <= 0 || n >= 65 || unix.SignalName(syscall.Signal(n)) == "" {
+			return 0, exit.Usagef("invalid --kill-signal %q: no such signal", s)
+		}
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	sig := unix.SignalNum(name)
+	if sig == 0 {
+		return 0, exit.Usagef("invalid --kill-signal %q: use a name such as TERM, INT, HUP or a number", s)
+	}
+	return sig, nil
+}
+
+// addSlotFlags adds --slots N (up to N holders at once, lease/slots.go),
+// --once (one successful run for the whole fleet) and --once-per-host (one
+// successful run per host).
+func (o *runOptions) addSlotFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.run.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
+	fs.BoolVar(&o.run.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
+	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
+}
+
+// completeSlots checks --slots; host is --identity as given (empty: none).
+func (o *runOptions) completeSlots(host string) error {
+	if n := o.run.Lease.Slots; n < 1 || n > lease.MaxSlots {
+		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
+	}
+	if o.oncePerHost {
+		if host == "" {
+			host = hostname()
+		}
+		o.run.OncePerHost = host
 	}
 	return nil
 }

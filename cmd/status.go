@@ -1,5 +1,8 @@
 package cmd
 
+// `leaderrun status`: one lease (its View) as rows or JSON, with a row per
+// slot when it has several.
+
 import (
 	"context"
 	"encoding/json"
@@ -79,7 +82,7 @@ type lastRunJSON struct {
 func runStatus(ctx context.Context, a *app, o *readOptions) error {
 	rctx, cancel := operatorContext(ctx)
 	defer cancel()
-	_, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
+	_, v, err := o.loc.view(rctx, a.log) // one listing
 	if err != nil {
 		return err
 	}
@@ -204,4 +207,29 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 		b.WriteString(": " + p.Reason)
 	}
 	return b.String()
+}
+
+// writeSlotsText adds to status's text one line per slot when the lease
+// has more than one, and the hosts that are done.
+func writeSlotsText(w io.Writer, l *lease.View) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	defer tw.Flush()
+	if l.SlotCount > 1 {
+		fmt.Fprintf(tw, "slots:\t%d of %d leased\n", l.Held(), l.SlotCount)
+		for i := range l.SlotCount {
+			fmt.Fprintf(tw, "  slot %d:\t%s\n", i, slotCells(l.Slot(i).Props, l.Date))
+		}
+	}
+	if len(l.DoneHosts) > 0 {
+		fmt.Fprintf(tw, "done hosts:\t%d: %s\n", len(l.DoneHosts), joinHosts(l.DoneHosts))
+	}
+}
+
+// joinHosts lists the first 20 hosts.
+func joinHosts(hosts []string) string {
+	const most = 20
+	if len(hosts) <= most {
+		return strings.Join(hosts, ", ")
+	}
+	return strings.Join(hosts[:most], ", ") + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
 }

@@ -15,8 +15,7 @@ import (
 
 // version and commit may be set at build time, as scripts/release.sh does:
 // -ldflags "-X github.com/leaderrun/leaderrun/cmd.version=v1.2.3 -X ...cmd.commit=abc123".
-// What they set wins; what they leave empty comes from the build
-// information that the go command records (see fromBuildInfo).
+// What they leave empty comes from the build information (buildVersionOf).
 var (
 	version = ""
 	commit  = ""
@@ -40,16 +39,15 @@ func currentVersion() buildVersion {
 
 // buildVersionOf decides what leaderrun says it is, from the -ldflags
 // overrides and the build information (nil when there is none):
-//   - the version: the override, else the main module's version, which is
-//     the tag for `go install …@v1.2.3` and, from Go 1.24 on, a
-//     pseudo-version (with "+dirty" for a modified tree) for a build from a
-//     checkout; "(devel)" and "" read as "dev";
+//   - the version: the override, else the main module's version: the tag for
+//     `go install …@v1.2.3`, from Go 1.24 on a pseudo-version (with "+dirty"
+//     for a modified tree) for a build from a checkout; "(devel)" and "" read
+//     as "dev";
 //   - the commit: the override, else vcs.revision, which the go command
-//     records for a build from a git checkout (not for a module download,
-//     not with -buildvcs=false, and not in a git worktree or submodule,
-//     whose .git is a file); shortened to 12 hex digits;
-//   - dirty: vcs.modified, the checkout had uncommitted changes. An
-//     overridden commit is taken as it is: dirty then stays false.
+//     records for a build from a git checkout (not for a module download, not
+//     with -buildvcs=false, not in a git worktree or submodule, whose .git is
+//     a file), cut to 12 hex digits;
+//   - dirty: vcs.modified; false with an overridden commit.
 func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVersion {
 	v := buildVersion{Version: ldVersion, Commit: ldCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info != nil {
