@@ -58,7 +58,7 @@ holders.`,
 }
 
 func runBreak(ctx context.Context, a *app, o *breakOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	if o.slot < -1 || o.slot >= lease.MaxSlots {
 		return exit.Usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
@@ -111,10 +111,9 @@ func (o *breakOptions) breakSlot(ctx context.Context, a *app, client *lease.Blob
 }
 
 // breakHolder breaks the lease that p (a read of client's blob) shows
-// held: with period 0 if now, else with no period, so that the service
-// frees it when the holder's current period ends and the holder stops its
-// command before anyone can acquire. `break` (each slot) and `pause
-// --drain` share it; name is how the log names the lease.
+// held: with period 0 if now, else with none, so that the service frees it
+// when the holder's period ends, after the holder has stopped its command.
+// name is how the log names the lease.
 func breakHolder(rctx context.Context, a *app, client *lease.Blob, p *lease.Properties, name string, now bool) error {
 	if !p.State.Held() {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)

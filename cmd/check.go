@@ -78,7 +78,7 @@ func checkUsage(err error) error {
 }
 
 func runCheck(ctx context.Context, a *app, o *checkOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {

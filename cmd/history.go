@@ -60,7 +60,7 @@ type runJSON struct {
 }
 
 func runHistory(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {

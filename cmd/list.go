@@ -58,7 +58,7 @@ func checkOutput(output string) error {
 }
 
 func runList(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	client, err := lease.NewContainer(o.loc.clientConfig("", a.log))
 	if err != nil {

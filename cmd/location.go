@@ -20,9 +20,8 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// locationOptions say where the lease blob lives; run, status and break share
-// them. Credentials are read from the environment only, never from flags,
-// because flags show up in ps.
+// locationOptions say where the lease blob lives. Credentials come from the
+// environment only, never from flags, because flags show up in ps.
 type locationOptions struct {
 	lease     string
 	container string
@@ -101,10 +100,6 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Bl
 // operatorTimeout bounds what status and break do: one or two requests.
 const operatorTimeout = 30 * time.Second
 
-func operatorContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, operatorTimeout)
-}
-
 // completionTimeout bounds the listing behind a completion: a shell must
 // not hang on a slow or unreachable storage.
 const completionTimeout = 2 * time.Second
@@ -124,10 +119,9 @@ func completeLeaseNames(root *cobra.Command) {
 	walk(root)
 }
 
-// leaseNameCompletion lists the lease names of the container that the
-// command line (or the environment) names, that begin with toComplete.
-// Any failure (no credentials, storage unreachable, the timeout) completes
-// nothing, silently.
+// leaseNameCompletion lists the lease names that begin with toComplete, in
+// the container the command line (or the environment) names. Any failure
+// (no credentials, storage unreachable, the timeout) completes nothing.
 func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	var o locationOptions
 	fs := c.Flags()

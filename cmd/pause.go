@@ -73,7 +73,7 @@ still start up to one round trip after the pause was written.`,
 // dates the pause (the service's clock: since, and until = since + --for),
 // and tells whether an older pause is being replaced.
 func runPause(ctx context.Context, a *app, o *pauseOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	client, err := o.loc.client(a.log)
 	if err != nil {
@@ -132,7 +132,7 @@ next poll. Resuming a lease that is not paused does nothing and exits 0.`,
 			if err := o.complete(c.Flags()); err != nil {
 				return err
 			}
-			rctx, cancel := operatorContext(c.Context())
+			rctx, cancel := context.WithTimeout(c.Context(), operatorTimeout)
 			defer cancel()
 			client, err := o.client(a.log)
 			if err != nil {

@@ -4,6 +4,7 @@ package cmd
 // (leader.Run). schedule.go has the --schedule flags.
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"strconv"
@@ -34,7 +35,7 @@ type runOptions struct {
 	killSignal    string
 	pingURL       string // --ping-url, env LEADERRUN_PING_URL
 	pingTemplate  string
-	oncePerHost   bool   // slots.go
+	oncePerHost   bool
 	scheduleSpec  string // schedule.go
 }
 
@@ -57,7 +58,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail), {code} and {rid}")
 	fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
 	fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
-	o.addSlotFlags(fs)
+	fs.IntVar(&r.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
+	fs.BoolVar(&r.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
+	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
 	o.addScheduleFlags(fs)
 	fs.StringVar(&r.Health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
 	fs.DurationVar(&r.Health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
@@ -100,7 +103,9 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if err := o.completeEvents(fs); err != nil {
 		return err
 	}
-	host := r.Lease.Identity // --once-per-host: the identity when given, else the hostname
+	if o.oncePerHost {
+		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())
+	}
 	if r.Lease.Identity == "" {
 		r.Lease.Identity = hostname() + ":" + strconv.Itoa(os.Getpid())
 	}
@@ -121,8 +126,8 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	if fs.Changed("poll-interval") && r.Lease.PollInterval == 0 {
 		return exit.Usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
 	}
-	if err := o.completeSlots(host); err != nil {
-		return err
+	if n := r.Lease.Slots; n < 1 || n > lease.MaxSlots {
+		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
 	}
 	if o.pingURL != "" || o.pingTemplate != "" {
 		p, err := monitor.NewPinger(o.pingURL, o.pingTemplate, hclog.NewNullLogger())
@@ -231,27 +236,4 @@ func parseSignal(s string) (syscall.Signal, error) {
 		return 0, exit.Usagef("invalid --kill-signal %q: use a name such as TERM, INT, HUP or a number", s)
 	}
 	return sig, nil
-}
-
-// addSlotFlags adds --slots N (up to N holders at once, lease/slots.go),
-// --once (one successful run for the whole fleet) and --once-per-host (one
-// successful run per host).
-func (o *runOptions) addSlotFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.run.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
-	fs.BoolVar(&o.run.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
-	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
-}
-
-// completeSlots checks --slots; host is --identity as given (empty: none).
-func (o *runOptions) completeSlots(host string) error {
-	if n := o.run.Lease.Slots; n < 1 || n > lease.MaxSlots {
-		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
-	}
-	if o.oncePerHost {
-		if host == "" {
-			host = hostname()
-		}
-		o.run.OncePerHost = host
-	}
-	return nil
 }

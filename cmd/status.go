@@ -80,7 +80,7 @@ type lastRunJSON struct {
 }
 
 func runStatus(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log) // one listing
 	if err != nil {
@@ -183,11 +183,7 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *
 
 // stamp prints a service time with how long ago it was by the service's clock.
 func stamp(t, now time.Time) string {
-	ago := now.Sub(t).Truncate(time.Second)
-	if ago < 0 {
-		ago = 0
-	}
-	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), ago)
+	return fmt.Sprintf("%s (%s ago)", rfc3339(t), max(now.Sub(t).Truncate(time.Second), 0))
 }
 
 func writeJSON(w io.Writer, v any) error {
