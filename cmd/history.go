@@ -97,7 +97,7 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 		}
 		switch {
 		case r.Running:
-			end, exit = "running", "-"
+			end = "running"
 		case r.EndUnknown():
 			end, exit = "unknown", "unknown (lost its lease)"
 		default:
@@ -106,7 +106,7 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 				exit = strconv.Itoa(*r.ExitCode)
 			}
 		}
-		start := r.Start.UTC().Format(time.RFC3339) + " (" + shortAgo(r.Start, now) + ")"
+		start := rfc3339(r.Start) + " (" + shortAgo(r.Start, now) + ")"
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
 	}
 	return tw.Flush()

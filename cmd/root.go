@@ -175,9 +175,8 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit.With(exit.Usage, err) })
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
-	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
-	root.AddCommand(newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a), newResumeCmd(a))
-	root.AddCommand(newDoctorCmd(a))
+	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a), newListCmd(a), newHistoryCmd(a),
+		newCheckCmd(a), newPauseCmd(a), newResumeCmd(a), newDoctorCmd(a))
 	completeLeaseNames(root)
 	return root
 }
@@ -199,20 +198,6 @@ func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// splitCommand returns COMMAND [ARG...], which must follow "--".
-func splitCommand(c *cobra.Command, args []string) ([]string, error) {
-	dash := c.ArgsLenAtDash()
-	switch {
-	case dash < 0 && len(args) > 0:
-		return nil, exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
-	case dash > 0:
-		return nil, exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
-	case len(args) == 0:
-		return nil, exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
-	}
-	return args, nil
 }
 
 func unexpectedArgs(_ *cobra.Command, args []string) error {

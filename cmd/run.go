@@ -72,18 +72,23 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
 }
 
-// args validates the positional arguments: COMMAND after "--". Without any,
-// the usage is printed and leaderrun exits 64.
+// args takes COMMAND [ARG...], which must follow "--". Without any
+// argument, the usage is printed and leaderrun exits 64.
 func (o *runOptions) args(c *cobra.Command, args []string) error {
-	if len(args) == 0 && c.ArgsLenAtDash() < 0 {
-		c.SetOut(c.ErrOrStderr())
-		_ = c.Usage()
+	dash := c.ArgsLenAtDash()
+	switch {
+	case dash < 0 && len(args) > 0:
+		return exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
+	case dash > 0:
+		return exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
+	case len(args) == 0:
+		if dash < 0 {
+			c.SetOut(c.ErrOrStderr())
+			_ = c.Usage()
+		}
+		return exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
 	}
-	argv, err := splitCommand(c, args)
-	if err != nil {
-		return err
-	}
-	o.run.Argv = argv
+	o.run.Argv = args
 	return nil
 }
 

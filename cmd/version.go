@@ -9,17 +9,12 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-
-	"github.com/leaderrun/leaderrun/exit"
 )
 
 // version and commit may be set at build time, as scripts/release.sh does:
 // -ldflags "-X github.com/leaderrun/leaderrun/cmd.version=v1.2.3 -X ...cmd.commit=abc123".
 // What they leave empty comes from the build information (buildVersionOf).
-var (
-	version = ""
-	commit  = ""
-)
+var version, commit string
 
 type buildVersion struct {
 	Version   string `json:"version"`
@@ -28,9 +23,6 @@ type buildVersion struct {
 	GoVersion string `json:"goVersion"`
 	Platform  string `json:"platform"`
 }
-
-// shortCommit is how many hex digits of a revision leaderrun shows.
-const shortCommit = 12
 
 func currentVersion() buildVersion {
 	info, _ := debug.ReadBuildInfo()
@@ -68,8 +60,8 @@ func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVers
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	if len(v.Commit) > shortCommit {
-		v.Commit = v.Commit[:shortCommit]
+	if len(v.Commit) > 12 {
+		v.Commit = v.Commit[:12]
 	}
 	return v
 }
@@ -98,16 +90,16 @@ func newVersionCmd(a *app) *cobra.Command {
 		Example: "  leaderrun version\n  leaderrun version -o json",
 		Args:    unexpectedArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch output {
-			case "text":
-				fmt.Fprintln(a.stdout, versionString())
-				return nil
-			case "json":
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if output == "json" {
 				return writeJSON(a.stdout, currentVersion())
 			}
-			return exit.Usagef("invalid --output %q: use text or json", output)
+			fmt.Fprintln(a.stdout, versionString())
+			return nil
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(c.Flags(), &output)
 	return c
 }
