@@ -104,19 +104,14 @@ const operatorTimeout = 30 * time.Second
 // not hang on a slow or unreachable storage.
 const completionTimeout = 2 * time.Second
 
-// completeLeaseNames registers the completion of -l on every command of
-// root's tree that has it.
+// completeLeaseNames registers the completion of -l on root and on each of
+// its commands that has it.
 func completeLeaseNames(root *cobra.Command) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
 		if c.Flags().Lookup("lease") != nil {
 			_ = c.RegisterFlagCompletionFunc("lease", leaseNameCompletion)
 		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
 	}
-	walk(root)
 }
 
 // leaseNameCompletion lists the lease names that begin with toComplete, in
