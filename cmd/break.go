@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -57,29 +58,62 @@ holders.`,
 }
 
 func runBreak(ctx context.Context, a *app, o *breakOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	if o.slot < -1 || o.slot >= lease.MaxSlots {
 		return exit.Usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
 	}
 	if o.slot >= 0 {
-		return breakSlot(rctx, a, o) // slots_status.go
+		client, err := o.loc.client(a.log)
+		if err != nil {
+			return err
+		}
+		return o.breakSlot(rctx, a, client, o.slot, nil)
 	}
-	client, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
+	client, v, err := o.loc.view(rctx, a.log) // one listing
 	if err != nil {
 		return err
 	}
-	if v.SlotCount > 1 {
-		return breakSlots(rctx, a, o, client, v)
+	if v.SlotCount <= 1 {
+		return breakHolder(rctx, a, client, v.Slot(0).Props, o.loc.lease, o.now)
 	}
-	return breakHolder(rctx, a, client, v.Slot(0).Props, o.loc.lease, o.now)
+	// Several slots without --slot: every held slot, each as break breaks
+	// one lease.
+	held := false
+	for _, s := range v.Slots {
+		if !s.Props.State.Held() {
+			continue
+		}
+		held = true
+		if err := o.breakSlot(rctx, a, client, s.Index, s.Props); err != nil {
+			return err
+		}
+	}
+	if !held {
+		a.log.Info("no slot is held; nothing to break", "lease", o.loc.lease, "slots", v.SlotCount)
+	}
+	return nil
+}
+
+// breakSlot breaks slot i of the lease; p is its read, nil for --slot I,
+// which reads that slot's blob alone.
+func (o *breakOptions) breakSlot(ctx context.Context, a *app, client *lease.Blob, i int, p *lease.Properties) error {
+	c, err := client.Container().Blob(lease.SlotBlob(o.loc.lease, i))
+	if err != nil {
+		return leader.StorageExit(err)
+	}
+	if p == nil {
+		if p, err = c.Properties(ctx); err != nil {
+			return exit.With(exit.Unavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", i, o.loc.lease, err))
+		}
+	}
+	return breakHolder(ctx, a, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, i), o.now)
 }
 
 // breakHolder breaks the lease that p (a read of client's blob) shows
-// held: with period 0 if now, else with no period, so that the service
-// frees it when the holder's current period ends and the holder stops its
-// command before anyone can acquire. `break` (each slot) and `pause
-// --drain` share it; name is how the log names the lease.
+// held: with period 0 if now, else with none, so that the service frees it
+// when the holder's period ends, after the holder has stopped its command.
+// name is how the log names the lease.
 func breakHolder(rctx context.Context, a *app, client *lease.Blob, p *lease.Properties, name string, now bool) error {
 	if !p.State.Held() {
 		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)

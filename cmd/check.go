@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type checkOptions struct {
@@ -45,37 +46,30 @@ usual 64 and 69.`,
     command_name  check_leaderrun
     command_line  /usr/bin/leaderrun check -l $ARG1$ --max-age $ARG2$
   }`,
-		Args: func(c *cobra.Command, args []string) error {
-			if err := unexpectedArgs(c, args); err != nil {
-				return checkUsage(err)
-			}
-			return nil
-		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.loc.complete(c.Flags()); err != nil {
+			if err := o.complete(c.Flags()); err != nil {
 				return checkUsage(err)
-			}
-			if !c.Flags().Changed("max-age") {
-				return checkUsage(fmt.Errorf("missing --max-age DURATION: how long ago the last successful run may have ended"))
-			}
-			if o.maxAge <= 0 {
-				return checkUsage(fmt.Errorf("invalid --max-age %s: must be more than 0", o.maxAge))
 			}
 			return runCheck(c.Context(), a, o)
 		},
 	}
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return checkUsage(err) })
-	// The log flags are the root's, checked before RunE: a bad one is
-	// UNKNOWN here too, not leaderrun's usual 64.
-	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		if err := a.setupLog(c); err != nil {
-			return checkUsage(err)
-		}
-		return nil
-	}
+	usageErrorsAs(c, a, checkUsage)
 	o.loc.addFlags(c.Flags())
 	c.Flags().DurationVar(&o.maxAge, "max-age", 0, "CRITICAL unless a run ended with status 0 less than this long ago (required)")
 	return c
+}
+
+func (o *checkOptions) complete(fs *pflag.FlagSet) error {
+	if err := o.loc.complete(fs); err != nil {
+		return err
+	}
+	if !fs.Changed("max-age") {
+		return fmt.Errorf("missing --max-age DURATION: how long ago the last successful run may have ended")
+	}
+	if o.maxAge <= 0 {
+		return fmt.Errorf("invalid --max-age %s: must be more than 0", o.maxAge)
+	}
+	return nil
 }
 
 // checkUsage is a usage error of check: UNKNOWN.
@@ -84,7 +78,7 @@ func checkUsage(err error) error {
 }
 
 func runCheck(ctx context.Context, a *app, o *checkOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {

@@ -18,23 +18,14 @@ import (
 type checkState int
 
 const (
-	stateOK       checkState = 0 // the last success is recent, and nothing failed after it
-	stateWarning  checkState = 1 // the last success is recent, but a later run failed
+	stateOK       checkState = 0 // the last success is recent, and nothing failed after it (a run in progress is no failure)
+	stateWarning  checkState = 1 // the last success is recent, but a later run failed (non-zero exit, or lost its lease before recording its end)
 	stateCritical checkState = 2 // no run ended with status 0 within --max-age, or ever
-	stateUnknown  checkState = 3 // storage unreadable, or a usage error
+	stateUnknown  checkState = 3 // storage unreadable, a usage error, or no Date from the service: no age can be told
 )
 
 func (s checkState) String() string {
-	switch s {
-	case stateOK:
-		return "OK"
-	case stateWarning:
-		return "WARNING"
-	case stateCritical:
-		return "CRITICAL"
-	default:
-		return "UNKNOWN"
-	}
+	return [...]string{stateOK: "OK", stateWarning: "WARNING", stateCritical: "CRITICAL", stateUnknown: "UNKNOWN"}[s]
 }
 
 // checkInput is what check decides from.
@@ -55,14 +46,7 @@ type checkResult struct {
 	Line  string
 }
 
-// decideCheck applies the rule of `leaderrun check`:
-//
-//	OK        the last run that succeeded ended within MaxAge and no run after it failed
-//	          (a run in progress after it is not a failure; the line says so)
-//	WARNING   it did, but a later run failed (non-zero exit, or lost its lease before recording its end)
-//	CRITICAL  no run ended with status 0 within MaxAge, or ever
-//	UNKNOWN   Now is zero (the service sent no Date): the age cannot be told
-//
+// decideCheck applies the rule of `leaderrun check` (the states above).
 // The last success is the later of LastSuccess and the newest successful run
 // of Runs. A run is after it when it ended later, or, with its end unknown,
 // started at or after the success ended; with slots, a run lost on another
@@ -126,13 +110,12 @@ func decideCheck(in checkInput) checkResult {
 		fmt.Fprintf(&b, "; a run is in progress %s, started %s ago", onTerm(running.Holder, running.Term),
 			max(in.Now.Sub(running.Start).Round(time.Second), 0))
 	}
+	text := b.String()
 	if v := in.Schedule; v != nil && !v.missed.IsZero() {
 		state = stateCritical
-		line := b.String()
-		b.Reset()
-		fmt.Fprintf(&b, "the occurrence %s of schedule %q never started; %s", rfc3339(v.missed), v.spec, line)
+		text = fmt.Sprintf("the occurrence %s of schedule %q never started; %s", rfc3339(v.missed), v.spec, text)
 	}
-	return checkResult{State: state, Line: state.String() + ": " + oneLine(b.String()) + " | " + perfdata(age, in.MaxAge, in.Runs)}
+	return checkResult{State: state, Line: state.String() + ": " + oneLine(text) + " | " + perfdata(age, in.MaxAge, in.Runs)}
 }
 
 // after reports whether r came after the success succ (every run does when

@@ -10,11 +10,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Command returns leaderrun's command tree as the binary builds it, for
-// tools that document it (scripts/man writes the man pages from it). It
-// writes to io.Discard and runs nothing. The generator lives outside the
-// binary so that leaderrun does not load a markdown and man-page renderer
-// at every start.
+// Command returns leaderrun's command tree, writing to io.Discard, for
+// scripts/man, which writes the man pages from it: outside the binary, so
+// that leaderrun does not load a man-page renderer at every start.
 func Command() *cobra.Command {
 	a := &app{stdout: io.Discard, stderr: io.Discard, log: newLogger(io.Discard, logOptions{level: "info"})}
 	return newRootCmd(a)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
@@ -21,7 +22,6 @@ import (
 
 // doctor's exit statuses.
 const (
-	doctorOK      = 0
 	doctorWarning = 1
 	doctorFailed  = 2
 	doctorUsage   = 3
@@ -66,35 +66,14 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 "status", "detail"}]}, where ok is false when a check failed.`,
 		Example: `  leaderrun doctor -l cron/report
   leaderrun doctor -l scheduler --lease-duration 30s -o json | jq -r '.checks[] | select(.status != "ok") | .detail'`,
-		Args: func(c *cobra.Command, args []string) error {
-			if err := unexpectedArgs(c, args); err != nil {
-				return doctorUsageError(err)
-			}
-			return nil
-		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := envDefaults(c.Flags(), locationEnv); err != nil {
+			if err := o.complete(c.Flags()); err != nil {
 				return doctorUsageError(err)
-			}
-			if err := envDefaults(c.Flags(), map[string]string{"lease-duration": "LEADERRUN_LEASE_DURATION"}); err != nil {
-				return doctorUsageError(err)
-			}
-			if err := checkOutput(o.output); err != nil {
-				return doctorUsageError(err)
-			}
-			if o.killGrace < 0 {
-				return doctorUsageError(fmt.Errorf("invalid --kill-grace %s: must not be negative", o.killGrace))
 			}
 			return runDoctor(c.Context(), a, o)
 		},
 	}
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return doctorUsageError(err) })
-	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		if err := a.setupLog(c); err != nil {
-			return doctorUsageError(err)
-		}
-		return nil
-	}
+	usageErrorsAs(c, a, doctorUsageError)
 	fs := c.Flags()
 	fs.StringVarP(&o.loc.lease, "lease", "l", "", "the lease a run will use; the scratch blob goes beside it (env LEADERRUN_LEASE)")
 	o.loc.addContainerFlags(fs)
@@ -104,15 +83,28 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 	return c
 }
 
+func (o *doctorOptions) complete(fs *pflag.FlagSet) error {
+	if err := envDefaults(fs, locationEnv); err != nil {
+		return err
+	}
+	if err := envDefaults(fs, map[string]string{"lease-duration": "LEADERRUN_LEASE_DURATION"}); err != nil {
+		return err
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.killGrace < 0 {
+		return fmt.Errorf("invalid --kill-grace %s: must not be negative", o.killGrace)
+	}
+	return nil
+}
+
 // doctorUsageError is a usage error of doctor: exit 3, as its help says.
 func doctorUsageError(err error) error {
 	return exit.With(doctorUsage, fmt.Errorf("%w (see 'leaderrun doctor --help')", err))
 }
 
 func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	checks, err := lease.Doctor(ctx, lease.DoctorConfig{

@@ -176,16 +176,16 @@ func unitProblems(t *testing.T, text string) []string {
 	if err != nil {
 		return append(problems, err.Error())
 	}
-	if !o.events.enabled {
+	if !o.run.ScheduledEvents {
 		problems = append(problems, "a hot standby on Azure VMs should step down before the platform takes the VM: --scheduled-events")
 	}
 	stop, err := systemdDuration(svc["TimeoutStopSec"])
-	if err != nil || stop <= o.killGrace {
-		problems = append(problems, fmt.Sprintf("TimeoutStopSec %v must exceed --kill-grace %s", svc["TimeoutStopSec"], o.killGrace))
+	if err != nil || stop <= o.run.KillGrace {
+		problems = append(problems, fmt.Sprintf("TimeoutStopSec %v must exceed --kill-grace %s", svc["TimeoutStopSec"], o.run.KillGrace))
 	}
 	renew := time.Duration(o.leaseDuration) / 3
-	if o.renewInterval > 0 {
-		renew = o.renewInterval
+	if o.run.Lease.RenewInterval > 0 {
+		renew = o.run.Lease.RenewInterval
 	}
 	if wd, err := systemdDuration(svc["WatchdogSec"]); err != nil || wd <= 2*renew {
 		problems = append(problems, fmt.Sprintf("WatchdogSec %v must exceed twice the renew interval %s", svc["WatchdogSec"], renew))
@@ -243,7 +243,7 @@ func TestExampleSystemdTimer(t *testing.T) {
 	if len(exec) != 1 {
 		t.Fatalf("report.service ExecStart = %q", exec)
 	}
-	if o := checkLine(t, leaderrunArgs(t, exec[0]), env); o.sched.s == nil {
+	if o := checkLine(t, leaderrunArgs(t, exec[0]), env); o.run.Schedule == nil {
 		t.Errorf("report.service runs leaderrun without --schedule: %q", exec[0])
 	}
 }
@@ -273,7 +273,7 @@ func TestExampleCrontab(t *testing.T) {
 			t.Errorf("user field %q", fields[5])
 		}
 		o := checkLine(t, leaderrunArgs(t, line), env)
-		if o.sched.s != nil {
+		if o.run.Schedule != nil {
 			// The scheduled recipe: every VM, every minute.
 			if strings.Join(fields[:5], " ") != "* * * * *" {
 				t.Errorf("a --schedule line runs every minute: %q", line)
@@ -282,13 +282,13 @@ func TestExampleCrontab(t *testing.T) {
 			continue
 		}
 		period := cronPeriod(t, fields[:5])
-		if !o.noWait || o.oncePer == 0 {
+		if !o.run.NoWait || o.run.OncePer == 0 {
 			t.Errorf("the cron recipe uses --no-wait and --once-per: %q", line)
 		}
-		if o.oncePer >= period {
-			t.Errorf("--once-per %s must be shorter than the schedule's period %s: %q", o.oncePer, period, line)
+		if o.run.OncePer >= period {
+			t.Errorf("--once-per %s must be shorter than the schedule's period %s: %q", o.run.OncePer, period, line)
 		}
-		if o.conflictCode != 0 {
+		if o.run.ConflictCode != 0 {
 			t.Errorf("-E 0: a held lease is not an error under cron: %q", line)
 		}
 		jobs++
@@ -394,7 +394,7 @@ func TestExampleCloudInit(t *testing.T) {
 		for _, part := range strings.Split(line, "&&") {
 			if strings.Contains(part, "leaderrun -l") {
 				o := checkLine(t, leaderrunArgs(t, part), env)
-				if strings.HasPrefix(o.loc.lease, "deploy/") && !o.slots.once {
+				if strings.HasPrefix(o.loc.lease, "deploy/") && !o.run.Once {
 					t.Errorf("a deploy step runs once for the scale set: it needs --once: %q", part)
 				}
 				steps++
@@ -457,7 +457,7 @@ func TestExampleRollingPatch(t *testing.T) {
 			continue
 		}
 		o := checkLine(t, leaderrunArgs(t, line), env)
-		if o.slots.n < 2 || !o.slots.oncePerHost || o.noWait {
+		if o.run.Lease.Slots < 2 || !o.oncePerHost || o.run.NoWait {
 			t.Errorf("the rolling recipe waits, with --slots > 1 and --once-per-host: %q", line)
 		}
 		lines++

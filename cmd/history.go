@@ -17,13 +17,8 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-type historyOptions struct {
-	loc    locationOptions
-	output string
-}
-
 func newHistoryCmd(a *app) *cobra.Command {
-	o := &historyOptions{}
+	o := &readOptions{}
 	c := &cobra.Command{
 		Use:   "history -l NAME [-o text|json]",
 		Short: "Show the recent runs of a lease, newest first",
@@ -64,8 +59,8 @@ type runJSON struct {
 	ExitCode *int       `json:"exitCode"`
 }
 
-func runHistory(ctx context.Context, a *app, o *historyOptions) error {
-	rctx, cancel := operatorContext(ctx)
+func runHistory(ctx context.Context, a *app, o *readOptions) error {
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {
@@ -81,22 +76,7 @@ func runHistory(ctx context.Context, a *app, o *historyOptions) error {
 func historyJSON(runs []lease.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
-		j := runJSON{ExitCode: r.ExitCode}
-		if r.Holder != "" {
-			j.Holder = &r.Holder
-		}
-		if r.Term > 0 {
-			j.Term = &r.Term
-		}
-		if !r.Start.IsZero() {
-			t := r.Start.UTC()
-			j.Start = &t
-		}
-		if !r.End.IsZero() {
-			t := r.End.UTC()
-			j.End = &t
-		}
-		out = append(out, j)
+		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode})
 	}
 	return out
 }
@@ -117,22 +97,16 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 		}
 		switch {
 		case r.Running:
-			end, exit = "running", "-"
+			end = "running"
 		case r.EndUnknown():
 			end, exit = "unknown", "unknown (lost its lease)"
 		default:
-			if !r.End.IsZero() {
-				end = r.End.UTC().Format(time.RFC3339)
-			} else {
-				end = "unknown"
-			}
+			end, exit = timeOr(r.End, "unknown"), "unknown"
 			if r.ExitCode != nil {
 				exit = strconv.Itoa(*r.ExitCode)
-			} else {
-				exit = "unknown"
 			}
 		}
-		start := r.Start.UTC().Format(time.RFC3339) + " (" + shortAgo(r.Start, now) + ")"
+		start := rfc3339(r.Start) + " (" + shortAgo(r.Start, now) + ")"
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
 	}
 	return tw.Flush()

@@ -14,13 +14,8 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-type listOptions struct {
-	loc    locationOptions
-	output string
-}
-
 func newListCmd(a *app) *cobra.Command {
-	o := &listOptions{}
+	o := &readOptions{}
 	c := &cobra.Command{
 		Use:   "list [-o text|json]",
 		Short: "List every lease of the container with its state, holder and last run",
@@ -62,8 +57,8 @@ func checkOutput(output string) error {
 	return nil
 }
 
-func runList(ctx context.Context, a *app, o *listOptions) error {
-	rctx, cancel := operatorContext(ctx)
+func runList(ctx context.Context, a *app, o *readOptions) error {
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	client, err := lease.NewContainer(o.loc.clientConfig("", a.log))
 	if err != nil {

@@ -29,11 +29,10 @@ type slotStatusJSON struct {
 	statusJSON
 }
 
-// leaseStatusJSON is one lease as `list -o json` prints it, and the shape
-// `status -o json` grows into: the keys of statusJSON for slot 0 (the blob
-// NAME), `pause` (null, or the pause in force at the service's Date), and,
-// only when they apply, `slots` (every existing slot blob, when N > 1) and
-// `doneHosts`. `lease` is its name (list only; status may leave it out).
+// leaseStatusJSON is one lease in `list -o json` and `status -o json`: the
+// keys of statusJSON for slot 0 (the blob NAME), `pause` (null, or the pause
+// in force at the service's Date), and only when they apply `slots` (every
+// slot blob, when N > 1) and `doneHosts`; `lease`, its name, in list only.
 type leaseStatusJSON struct {
 	Lease string `json:"lease,omitempty"`
 	statusJSON
@@ -48,17 +47,7 @@ func toLeaseStatusJSON(l *lease.View) leaseStatusJSON {
 	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(s0.URL, s0.Props), DoneHosts: l.DoneHosts}
 	scheduleJSON(&j.statusJSON, s0.Props, l.Date)
 	if p := l.Paused(); p != nil {
-		pj := &pauseJSON{}
-		if p.Reason != "" {
-			pj.Reason = &p.Reason
-		}
-		if !p.Since.IsZero() {
-			pj.Since = &p.Since
-		}
-		if !p.Until.IsZero() {
-			pj.Until = &p.Until
-		}
-		j.Pause = pj
+		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until)}
 	}
 	if l.SlotCount > 1 {
 		j.Slots = []slotStatusJSON{}
@@ -84,8 +73,7 @@ const listTextHolderMax = 40
 
 // writeListText prints the aligned table: one row per lease, and for a
 // lease of N > 1 slots a summary row and one indented row per slot. Ages are
-// by now, the service's Date. NOTES shows an active pause (PAUSED) and how
-// many hosts are done.
+// by the service's Date.
 func writeListText(w io.Writer, leases []lease.View) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEASE\tSTATE\tHOLDER\tTERM\tSINCE\tLAST RUN\tNOTES")
@@ -168,12 +156,10 @@ func leaseNotes(l *lease.View) string {
 		}
 		notes = append(notes, n)
 	}
-	switch len(l.DoneHosts) {
-	case 0:
-	case 1:
+	if n := len(l.DoneHosts); n == 1 {
 		notes = append(notes, "1 host done")
-	default:
-		notes = append(notes, strconv.Itoa(len(l.DoneHosts))+" hosts done")
+	} else if n > 1 {
+		notes = append(notes, strconv.Itoa(n)+" hosts done")
 	}
 	if len(notes) == 0 {
 		return "-"

@@ -1,11 +1,18 @@
 package cmd
 
+// Where the lease blob lives, its client, and the completion of lease names
+// for -l from one listing of the container.
+
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/exit"
@@ -13,9 +20,8 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// locationOptions say where the lease blob lives; run, status and break share
-// them. Credentials are read from the environment only, never from flags,
-// because flags show up in ps.
+// locationOptions say where the lease blob lives. Credentials come from the
+// environment only, never from flags, because flags show up in ps.
 type locationOptions struct {
 	lease     string
 	container string
@@ -28,8 +34,7 @@ func (o *locationOptions) addFlags(fs *pflag.FlagSet) {
 	o.addContainerFlags(fs)
 }
 
-// addContainerFlags adds the flags that say where the container is (list
-// needs no lease name).
+// addContainerFlags adds the container's flags (list needs no lease name).
 func (o *locationOptions) addContainerFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.container, "container", "leaderrun", "container of the lease blob, created if missing (env LEADERRUN_CONTAINER)")
 	fs.StringVar(&o.account, "account", "", "storage account name (env AZURE_STORAGE_ACCOUNT)")
@@ -63,8 +68,8 @@ func (o *locationOptions) client(log hclog.Logger) (*lease.Blob, error) {
 	return c, nil
 }
 
-// clientConfig is the storage client's configuration for blob ("" for the
-// container as a whole), credentials from the environment.
+// clientConfig is the storage client's configuration for blob ("": the
+// container), credentials from the environment.
 func (o *locationOptions) clientConfig(blob string, log hclog.Logger) lease.ClientConfig {
 	return lease.ClientConfig{
 		Container:        o.container,
@@ -78,12 +83,67 @@ func (o *locationOptions) clientConfig(blob string, log hclog.Logger) lease.Clie
 	}
 }
 
+// view reads the lease (lease.View: one listing of its slots and markers).
+// Storage that cannot be read is exit 69.
+func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Blob, *lease.View, error) {
+	client, err := o.client(log)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := client.View(ctx)
+	if err != nil {
+		return nil, nil, exit.With(exit.Unavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+	}
+	return client, v, nil
+}
+
 // operatorTimeout bounds what status and break do: one or two requests.
 const operatorTimeout = 30 * time.Second
 
-func operatorContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx == nil {
-		ctx = context.Background()
+// completionTimeout bounds the listing behind a completion: a shell must
+// not hang on a slow or unreachable storage.
+const completionTimeout = 2 * time.Second
+
+// completeLeaseNames registers the completion of -l on root and on each of
+// its commands that has it.
+func completeLeaseNames(root *cobra.Command) {
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+		if c.Flags().Lookup("lease") != nil {
+			_ = c.RegisterFlagCompletionFunc("lease", leaseNameCompletion)
+		}
 	}
-	return context.WithTimeout(ctx, operatorTimeout)
+}
+
+// leaseNameCompletion lists the lease names that begin with toComplete, in
+// the container the command line (or the environment) names. Any failure
+// (no credentials, storage unreachable, the timeout) completes nothing.
+func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var o locationOptions
+	fs := c.Flags()
+	_ = envDefaults(fs, locationEnv) // a bad variable leaves its flag as it is
+	o.container, _ = fs.GetString("container")
+	o.account, _ = fs.GetString("account")
+	o.endpoint, _ = fs.GetString("endpoint")
+	client, err := lease.NewContainer(o.clientConfig("", hclog.NewNullLogger()))
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	list := func(ctx context.Context) ([]lease.Listed, time.Time, error) { return client.List(ctx, toComplete) }
+	if toComplete == "" {
+		list = client.ListLeases // not through the helper blobs
+	}
+	listed, _, err := list(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for _, l := range listed {
+		n := lease.ParseBlobName(l.Name).Lease
+		if strings.HasPrefix(n, toComplete) && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }

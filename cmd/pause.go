@@ -73,7 +73,7 @@ still start up to one round trip after the pause was written.`,
 // dates the pause (the service's clock: since, and until = since + --for),
 // and tells whether an older pause is being replaced.
 func runPause(ctx context.Context, a *app, o *pauseOptions) error {
-	rctx, cancel := operatorContext(ctx)
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
 	client, err := o.loc.client(a.log)
 	if err != nil {
@@ -99,10 +99,10 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	}
 	if old.Active(date) {
 		a.log.Info("replaced the pause in force", "lease", o.loc.lease, "previous_reason", old.Reason,
-			"previous_since", timeOrNone(old.Since), "previous_until", timeOrNone(old.Until))
+			"previous_since", timeOr(old.Since, "none"), "previous_until", timeOr(old.Until, "none"))
 	}
 	a.log.Info("lease paused: no contender acquires it", "lease", o.loc.lease, "reason", o.reason,
-		"since", timeOrNone(p.Since), "until", untilText(p.Until))
+		"since", timeOr(p.Since, "none"), "until", timeOr(p.Until, "resume"))
 	if !o.drain {
 		return nil
 	}
@@ -111,18 +111,12 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	return runBreak(ctx, a, &breakOptions{loc: o.loc, slot: -1})
 }
 
-func timeOrNone(t time.Time) string {
+// timeOr is t in RFC 3339, UTC, or zero when t is the zero time.
+func timeOr(t time.Time, zero string) string {
 	if t.IsZero() {
-		return "none"
+		return zero
 	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func untilText(t time.Time) string {
-	if t.IsZero() {
-		return "resume"
-	}
-	return t.UTC().Format(time.RFC3339)
+	return rfc3339(t)
 }
 
 func newResumeCmd(a *app) *cobra.Command {
@@ -138,7 +132,7 @@ next poll. Resuming a lease that is not paused does nothing and exits 0.`,
 			if err := o.complete(c.Flags()); err != nil {
 				return err
 			}
-			rctx, cancel := operatorContext(c.Context())
+			rctx, cancel := context.WithTimeout(c.Context(), operatorTimeout)
 			defer cancel()
 			client, err := o.client(a.log)
 			if err != nil {

@@ -1,5 +1,8 @@
 package cmd
 
+// Execute, the root command's tree, and what every command shares: the
+// exit status, the log, the environment's defaults and the arguments.
+
 import (
 	"context"
 	"errors"
@@ -38,8 +41,8 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-// app is what every command shares: where output goes and the logger that
-// the persistent flags configure.
+// app is what every command shares: the outputs, and the logger that the
+// persistent flags configure.
 type app struct {
 	stdout, stderr io.Writer
 	logOpts        logOptions
@@ -47,9 +50,8 @@ type app struct {
 }
 
 // report writes the one plain line that precedes a non-zero exit of
-// leaderrun's own, at error level. A line that comes with exit status 0 (a
-// conflict code set to 0 with -E 0: not acquiring is the expected outcome)
-// is logged at info, so that -q prints nothing, as flock -n does.
+// leaderrun's own, at error level; with exit status 0 (-E 0: not acquiring
+// is expected) at info, so that -q prints nothing, as flock -n does.
 func (a *app) report(err error) {
 	var pe *pluginExit
 	if errors.As(err, &pe) {
@@ -70,8 +72,7 @@ func (a *app) report(err error) {
 }
 
 // exitCode decides leaderrun's exit status; it is the only place that does.
-// Errors that carry none come from cobra's own parsing (unknown command,
-// bad flag) and are usage errors too.
+// An error that carries none is cobra's (unknown command, bad flag): usage.
 func exitCode(err error) int {
 	if err == nil {
 		return exit.OK
@@ -86,10 +87,8 @@ func exitCode(err error) int {
 	return exit.Usage
 }
 
-// pluginExit ends `leaderrun check`: its line goes to stdout, and its state
-// is the exit status (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: the
-// monitoring plugins' convention, usage and storage errors included), not
-// leaderrun's own codes. Every outcome of check is one, OK included.
+// pluginExit is every outcome of `leaderrun check`, OK included: its line
+// goes to stdout, and its state is the exit status (check.go).
 type pluginExit struct{ res checkResult }
 
 func (e *pluginExit) Error() string { return e.res.Line }
@@ -176,15 +175,14 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit.With(exit.Usage, err) })
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
-	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a))
-	root.AddCommand(newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a), newResumeCmd(a))
-	root.AddCommand(newDoctorCmd(a))
+	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a), newListCmd(a), newHistoryCmd(a),
+		newCheckCmd(a), newPauseCmd(a), newResumeCmd(a), newDoctorCmd(a))
 	completeLeaseNames(root)
 	return root
 }
 
 // envDefaults applies environment variables to flags the command line did
-// not set. Flags name their variable in their usage text.
+// not set.
 func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
 	for flag, name := range env {
 		f := fs.Lookup(flag)
@@ -202,23 +200,70 @@ func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
 	return nil
 }
 
-// splitCommand returns COMMAND [ARG...], which must follow "--".
-func splitCommand(c *cobra.Command, args []string) ([]string, error) {
-	dash := c.ArgsLenAtDash()
-	switch {
-	case dash < 0 && len(args) > 0:
-		return nil, exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
-	case dash > 0:
-		return nil, exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
-	case len(args) == 0:
-		return nil, exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
-	}
-	return args, nil
-}
-
 func unexpectedArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return exit.Usagef("unexpected arguments: %s", strings.Join(args, " "))
 	}
 	return nil
+}
+
+// usageErrorsAs makes wrap turn every usage error of c into its own: those
+// of its arguments and flags, and those of the root's log flags, checked
+// before RunE. check and doctor have exit statuses of their own.
+func usageErrorsAs(c *cobra.Command, a *app, wrap func(error) error) {
+	c.Args = func(c *cobra.Command, args []string) error {
+		if err := unexpectedArgs(c, args); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return wrap(err) })
+	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := a.setupLog(c); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+}
+
+// logOptions configure leaderrun's own log, which goes to stderr; COMMAND's
+// output is never touched.
+type logOptions struct {
+	level  string
+	format string
+	quiet  bool
+}
+
+func addLogFlags(fs *pflag.FlagSet, o *logOptions) {
+	fs.StringVar(&o.level, "log-level", "info", "leaderrun's log level: trace, debug, info, warn, error (env LEADERRUN_LOG_LEVEL)")
+	fs.StringVar(&o.format, "log-format", "text", "leaderrun's log format: text or json")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "log errors only")
+}
+
+func (a *app) setupLog(c *cobra.Command) error {
+	if err := envDefaults(c.Flags(), map[string]string{"log-level": "LEADERRUN_LOG_LEVEL"}); err != nil {
+		return err
+	}
+	o := a.logOpts
+	if hclog.LevelFromString(o.level) == hclog.NoLevel {
+		return exit.Usagef("invalid --log-level %q: use trace, debug, info, warn or error", o.level)
+	}
+	if o.format != "text" && o.format != "json" {
+		return exit.Usagef("invalid --log-format %q: use text or json", o.format)
+	}
+	if o.quiet {
+		o.level = "error"
+	}
+	a.log = newLogger(a.stderr, o)
+	return nil
+}
+
+func newLogger(w io.Writer, o logOptions) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "leaderrun",
+		Level:      hclog.LevelFromString(o.level),
+		Output:     w,
+		JSONFormat: o.format == "json",
+		TimeFormat: "2006-01-02T15:04:05.000Z07:00",
+	})
 }

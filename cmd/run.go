@@ -1,18 +1,21 @@
 package cmd
 
-// The root command: its options, their checks, and the flow of a run:
-// look COMMAND up, wait for the lease, run COMMAND while holding it.
+// The root command: its options and their checks, and the run itself
+// (leader.Run). schedule.go has the --schedule flags.
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -23,78 +26,74 @@ import (
 )
 
 // runOptions are the root command's: run COMMAND while holding the lease.
+// Most flags fill the run's options (leader.Options) directly; complete
+// checks them and fills in the rest.
 type runOptions struct {
 	loc           locationOptions
-	identity      string
-	noWait        bool
-	timeout       time.Duration
-	conflictCode  int
+	run           leader.Options
 	leaseDuration durationValue
-	renewInterval time.Duration
-	pollInterval  time.Duration
 	killSignal    string
-	killGrace     time.Duration
-	oncePer       time.Duration
-	storageTime   time.Duration // --storage-timeout
-	splay         time.Duration
 	pingURL       string // --ping-url, env LEADERRUN_PING_URL
 	pingTemplate  string
-	metricsFile   string // --metrics-file, env LEADERRUN_METRICS_FILE
-	pinger        *monitor.Pinger
-	health        runner.HealthConfig
-	events        eventsOptions
-	slots         slotOptions     // slots.go: --slots, --once, --once-per-host
-	sched         scheduleOptions // schedule.go: --schedule, --starting-deadline
-
-	argv   []string
-	signal syscall.Signal
+	oncePerHost   bool
+	scheduleSpec  string // schedule.go
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.loc.addFlags(fs)
 	o.leaseDuration = durationValue(15 * time.Second)
-	fs.StringVar(&o.identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
-	fs.BoolVarP(&o.noWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
-	fs.DurationVarP(&o.timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
-	fs.IntVarP(&o.conflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
+	r := &o.run
+	fs.StringVar(&r.Lease.Identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
+	fs.BoolVarP(&r.NoWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
+	fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
+	fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
 	fs.Var(&o.leaseDuration, "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
-	fs.DurationVar(&o.renewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
-	fs.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
+	fs.DurationVar(&r.Lease.RenewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
+	fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
-	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
-	fs.DurationVar(&o.oncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
-	fs.DurationVar(&o.storageTime, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
+	fs.DurationVar(&r.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+	fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
+	fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
 	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
 	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail), {code} and {rid}")
-	fs.StringVar(&o.metricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
-	fs.DurationVar(&o.splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
-	o.slots.addFlags(fs)
-	o.sched.addFlags(fs)
-	fs.StringVar(&o.health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
-	fs.DurationVar(&o.health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
-	fs.DurationVar(&o.health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
-	fs.IntVar(&o.health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
-	fs.DurationVar(&o.health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
-	o.events.addFlags(fs)
+	fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
+	fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
+	fs.IntVar(&r.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
+	fs.BoolVar(&r.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
+	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
+	o.addScheduleFlags(fs)
+	fs.StringVar(&r.Health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
+	fs.DurationVar(&r.Health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
+	fs.DurationVar(&r.Health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
+	fs.IntVar(&r.Health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
+	fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
+	fs.BoolVar(&r.ScheduledEvents, "scheduled-events", false,
+		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
+			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
 }
 
-// args validates the positional arguments: COMMAND after "--". Without any,
-// the usage is printed and leaderrun exits 64.
+// args takes COMMAND [ARG...], which must follow "--". Without any
+// argument, the usage is printed and leaderrun exits 64.
 func (o *runOptions) args(c *cobra.Command, args []string) error {
-	if len(args) == 0 && c.ArgsLenAtDash() < 0 {
-		c.SetOut(c.ErrOrStderr())
-		_ = c.Usage()
+	dash := c.ArgsLenAtDash()
+	switch {
+	case dash < 0 && len(args) > 0:
+		return exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
+	case dash > 0:
+		return exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
+	case len(args) == 0:
+		if dash < 0 {
+			c.SetOut(c.ErrOrStderr())
+			_ = c.Usage()
+		}
+		return exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
 	}
-	argv, err := splitCommand(c, args)
-	if err != nil {
-		return err
-	}
-	o.argv = argv
+	o.run.Argv = args
 	return nil
 }
 
 func (o *runOptions) complete(c *cobra.Command, _ []string) error {
-	fs := c.Flags()
+	fs, r := c.Flags(), &o.run
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}
@@ -106,69 +105,67 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}); err != nil {
 		return err
 	}
-	if err := o.events.complete(fs); err != nil {
+	if err := o.completeEvents(fs); err != nil {
 		return err
 	}
-	o.slots.host = o.identity // --once-per-host: the identity when given, else the hostname
-	if o.identity == "" {
-		o.identity = hostname() + ":" + strconv.Itoa(os.Getpid())
+	if o.oncePerHost {
+		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())
 	}
-	if o.conflictCode < 0 || o.conflictCode > 255 {
-		return exit.Usagef("invalid --conflict-exit-code %d: use 0 to 255", o.conflictCode)
+	if r.Lease.Identity == "" {
+		r.Lease.Identity = hostname() + ":" + strconv.Itoa(os.Getpid())
+	}
+	if r.ConflictCode < 0 || r.ConflictCode > 255 {
+		return exit.Usagef("invalid --conflict-exit-code %d: use 0 to 255", r.ConflictCode)
 	}
 	for name, d := range map[string]time.Duration{
-		"--timeout": o.timeout, "--renew-interval": o.renewInterval, "--poll-interval": o.pollInterval,
-		"--kill-grace": o.killGrace, "--once-per": o.oncePer, "--splay": o.splay,
+		"--timeout": r.Timeout, "--renew-interval": r.Lease.RenewInterval, "--poll-interval": r.Lease.PollInterval,
+		"--kill-grace": r.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
 	} {
 		if d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", name, d)
 		}
 	}
-	if o.storageTime <= 0 {
-		return exit.Usagef("invalid --storage-timeout %s: must be positive", o.storageTime)
+	if r.StorageTimeout <= 0 {
+		return exit.Usagef("invalid --storage-timeout %s: must be positive", r.StorageTimeout)
 	}
-	if fs.Changed("poll-interval") && o.pollInterval == 0 {
+	if fs.Changed("poll-interval") && r.Lease.PollInterval == 0 {
 		return exit.Usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
 	}
-	if err := o.slots.complete(); err != nil {
-		return err
+	if n := r.Lease.Slots; n < 1 || n > lease.MaxSlots {
+		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
 	}
 	if o.pingURL != "" || o.pingTemplate != "" {
 		p, err := monitor.NewPinger(o.pingURL, o.pingTemplate, hclog.NewNullLogger())
 		if err != nil {
 			return exit.Usagef("%v", err)
 		}
-		o.pinger = p
+		r.Pinger = p
 	}
-	if err := o.sched.complete(fs, o); err != nil {
+	if err := o.completeSchedule(fs); err != nil {
 		return err
 	}
-	if fs.Changed("health-cmd") && o.health.Cmd == "" {
+	if fs.Changed("health-cmd") && r.Health.Cmd == "" {
 		return exit.Usagef("invalid --health-cmd '': give a shell command, or leave the flag out")
 	}
-	if err := o.health.Validate(); err != nil {
+	if err := r.Health.Validate(); err != nil {
 		return exit.Usagef("invalid --health-* flags: %v", err)
 	}
 	sig, err := parseSignal(o.killSignal)
 	if err != nil {
 		return err
 	}
-	o.signal = sig
+	r.StopSignal = sig
 	return nil
 }
 
 // leaseConfig is the lease's part of the options.
 func (o *runOptions) leaseConfig(log hclog.Logger) lease.Config {
-	return lease.Config{
-		Duration:      time.Duration(o.leaseDuration),
-		RenewInterval: o.renewInterval,
-		KillGrace:     o.killGrace,
-		PollInterval:  o.pollInterval,
-		Identity:      o.identity,
-		Version:       versionShort(),
-		Logger:        log,
-		Slots:         o.slots.n,
-	}
+	cfg := o.run.Lease
+	cfg.Duration = time.Duration(o.leaseDuration)
+	cfg.KillGrace = o.run.KillGrace
+	cfg.Version = versionShort()
+	cfg.Logger = log
+	return cfg
 }
 
 // hostname is this host's name, "localhost" if it has none.
@@ -201,61 +198,47 @@ func (d *durationValue) Set(s string) error {
 
 // runLeader runs COMMAND while holding the lease (leader.Run).
 func runLeader(ctx context.Context, a *app, o *runOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	client, err := o.loc.client(a.log)
 	if err != nil {
 		return err
 	}
-	return leader.Run(ctx, leader.Options{
-		Client:           client,
-		Lease:            o.leaseConfig(a.log),
-		Argv:             o.argv,
-		StopSignal:       o.signal,
-		KillGrace:        o.killGrace,
-		Health:           o.health,
-		NoWait:           o.noWait,
-		Timeout:          o.timeout,
-		ConflictCode:     o.conflictCode,
-		StorageTimeout:   o.storageTime,
-		Splay:            o.splay,
-		OncePer:          o.oncePer,
-		Once:             o.slots.once,
-		OncePerHost:      o.slots.oncePerHostName(),
-		Schedule:         o.sched.s,
-		StartingDeadline: o.sched.deadline,
-		ScheduledEvents:  o.events.enabled,
-		IMDSEndpoint:     o.events.endpoint,
-		Pinger:           o.pinger,
-		MetricsFile:      o.metricsFile,
-	})
+	r := o.run
+	r.Client = client
+	r.Lease = o.leaseConfig(a.log)
+	return leader.Run(ctx, r)
 }
 
-// eventsOptions are the run's Scheduled Events options.
-type eventsOptions struct {
-	enabled  bool
-	endpoint string // LEADERRUN_IMDS_ENDPOINT; "" means imds.DefaultEndpoint
-}
-
-func (o *eventsOptions) addFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.enabled, "scheduled-events", false,
-		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
-			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
-}
-
-// complete reads the environment; an endpoint that cannot be used is a
-// usage error. The endpoint is checked only when the flag is on.
-func (o *eventsOptions) complete(fs *pflag.FlagSet) error {
+// completeEvents reads the environment; an endpoint that cannot be used
+// is a usage error. The endpoint is checked only when the flag is on.
+func (o *runOptions) completeEvents(fs *pflag.FlagSet) error {
 	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
 		return err
 	}
-	if !o.enabled {
+	if !o.run.ScheduledEvents {
 		return nil
 	}
-	o.endpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT")
-	if _, err := imds.NewClient(imds.Config{Endpoint: o.endpoint}); err != nil {
-		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.endpoint, err)
+	o.run.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
+	if _, err := imds.NewClient(imds.Config{Endpoint: o.run.IMDSEndpoint}); err != nil {
+		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.run.IMDSEndpoint, err)
 	}
 	return nil
+}
+
+// parseSignal accepts TERM, SIGTERM, sigterm or 15.
+func parseSignal(s string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n <= 0 || n >= 65 || unix.SignalName(syscall.Signal(n)) == "" {
+			return 0, exit.Usagef("invalid --kill-signal %q: no such signal", s)
+		}
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	sig := unix.SignalNum(name)
+	if sig == 0 {
+		return 0, exit.Usagef("invalid --kill-signal %q: use a name such as TERM, INT, HUP or a number", s)
+	}
+	return sig, nil
 }

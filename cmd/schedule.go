@@ -15,28 +15,22 @@ import (
 	"github.com/leaderrun/leaderrun/schedule"
 )
 
-type scheduleOptions struct {
-	spec     string
-	deadline time.Duration
-	s        *schedule.Schedule // parsed; nil without --schedule
+func (o *runOptions) addScheduleFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.scheduleSpec, "schedule", "", "run the occurrence of this cron schedule that is due, once in the fleet: five fields or @daily…, optional CRON_TZ=Zone prefix, UTC by default (env LEADERRUN_SCHEDULE)")
+	fs.DurationVar(&o.run.StartingDeadline, "starting-deadline", 0, "with --schedule: an occurrence older than this that never started is not run; a WARNING says so (0 = no limit)")
 }
 
-func (o *scheduleOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.spec, "schedule", "", "run the occurrence of this cron schedule that is due, once in the fleet: five fields or @daily…, optional CRON_TZ=Zone prefix, UTC by default (env LEADERRUN_SCHEDULE)")
-	fs.DurationVar(&o.deadline, "starting-deadline", 0, "with --schedule: an occurrence older than this that never started is not run; a WARNING says so (0 = no limit)")
-}
-
-// complete parses the schedule; with it, --once-per, --once and
+// completeSchedule parses the schedule; with it, --once-per, --once and
 // --once-per-host are refused (they say when to run too), and so are
 // several slots.
-func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
+func (o *runOptions) completeSchedule(fs *pflag.FlagSet) error {
 	if err := envDefaults(fs, map[string]string{"schedule": "LEADERRUN_SCHEDULE"}); err != nil {
 		return err
 	}
-	if o.deadline < 0 {
-		return exit.Usagef("invalid --starting-deadline %s: must not be negative", o.deadline)
+	if d := o.run.StartingDeadline; d < 0 {
+		return exit.Usagef("invalid --starting-deadline %s: must not be negative", d)
 	}
-	if o.spec == "" {
+	if o.scheduleSpec == "" {
 		if fs.Changed("schedule") {
 			return exit.Usagef("invalid --schedule '': give a cron schedule, or leave the flag out")
 		}
@@ -50,18 +44,18 @@ func (o *scheduleOptions) complete(fs *pflag.FlagSet, ro *runOptions) error {
 			return exit.Usagef("--schedule and --%s cannot be used together: the schedule says when to run", name)
 		}
 	}
-	if ro.slots.n > 1 {
+	if n := o.run.Lease.Slots; n > 1 {
 		// Each slot is its own blob with its own record: an occurrence
 		// would run once per slot.
-		return exit.Usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", ro.slots.n)
+		return exit.Usagef("--schedule and --slots %d cannot be used together: an occurrence runs once, on one holder", n)
 	}
-	s, err := schedule.Parse(o.spec)
+	s, err := schedule.Parse(o.scheduleSpec)
 	if err != nil {
 		return exit.Usagef("invalid --schedule: %v", err)
 	}
-	o.s = s
+	o.run.Schedule = s
 	// Each invocation tries once, and reads first: most find nothing due.
-	ro.noWait = true
+	o.run.NoWait = true
 	return nil
 }
 
@@ -137,20 +131,8 @@ func scheduleJSON(s *statusJSON, p *lease.Properties, now time.Time) {
 		return
 	}
 	s.Schedule = &v.spec
-	if !v.last.IsZero() {
-		t := v.last.UTC()
-		s.LastOccurrence = &t
-	}
-	if !v.next.IsZero() {
-		t := v.next.UTC()
-		s.NextOccurrence = &t
-	}
-	if !v.missed.IsZero() {
-		t := v.missed.UTC()
-		s.MissedOccurrence = &t
-	}
-	if !v.due.IsZero() {
-		t := v.due.UTC()
-		s.DueOccurrence = &t
-	}
+	s.LastOccurrence = timeOrNull(v.last)
+	s.NextOccurrence = timeOrNull(v.next)
+	s.MissedOccurrence = timeOrNull(v.missed)
+	s.DueOccurrence = timeOrNull(v.due)
 }

@@ -1,5 +1,8 @@
 package cmd
 
+// `leaderrun status`: one lease (its View) as rows or JSON, with a row per
+// slot when it has several.
+
 import (
 	"context"
 	"encoding/json"
@@ -11,17 +14,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-type statusOptions struct {
+// readOptions are the options of status, history and list: where the
+// lease (or container) is, and text or JSON.
+type readOptions struct {
 	loc    locationOptions
 	output string
 }
 
 func newStatusCmd(a *app) *cobra.Command {
-	o := &statusOptions{}
+	o := &readOptions{}
 	c := &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
@@ -39,14 +43,14 @@ be read.`,
 			if err := o.loc.complete(c.Flags()); err != nil {
 				return err
 			}
-			if o.output != "text" && o.output != "json" {
-				return exit.Usagef("invalid --output %q: use text or json", o.output)
+			if err := checkOutput(o.output); err != nil {
+				return err
 			}
 			return runStatus(c.Context(), a, o)
 		},
 	}
 	o.loc.addFlags(c.Flags())
-	c.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(c.Flags(), &o.output)
 	return c
 }
 
@@ -75,10 +79,10 @@ type lastRunJSON struct {
 	ExitCode *int       `json:"exitCode"`
 }
 
-func runStatus(ctx context.Context, a *app, o *statusOptions) error {
-	rctx, cancel := operatorContext(ctx)
+func runStatus(ctx context.Context, a *app, o *readOptions) error {
+	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
-	_, v, err := o.loc.view(rctx, a.log) // slots_status.go: one listing
+	_, v, err := o.loc.view(rctx, a.log) // one listing
 	if err != nil {
 		return err
 	}
@@ -93,33 +97,35 @@ func runStatus(ctx context.Context, a *app, o *statusOptions) error {
 }
 
 func toStatusJSON(url string, p *lease.Properties) statusJSON {
-	s := statusJSON{URL: url, State: string(p.State)}
-	if p.Holder != "" {
-		s.Holder = &p.Holder
-	}
-	if p.Term > 0 {
-		s.Term = &p.Term
-	}
-	if !p.AcquiredAt.IsZero() {
-		t := p.AcquiredAt.UTC()
-		s.AcquiredAt = &t
-	}
+	s := statusJSON{URL: url, State: string(p.State), Holder: stringOrNull(p.Holder), Term: termOrNull(p.Term), AcquiredAt: timeOrNull(p.AcquiredAt)}
 	if r := p.LastRun; r != nil {
-		lr := &lastRunJSON{ExitCode: r.ExitCode}
-		if r.Holder != "" {
-			lr.Holder = &r.Holder
-		}
-		if !r.Start.IsZero() {
-			t := r.Start.UTC()
-			lr.Start = &t
-		}
-		if !r.End.IsZero() {
-			t := r.End.UTC()
-			lr.End = &t
-		}
-		s.LastRun = lr
+		s.LastRun = &lastRunJSON{Holder: stringOrNull(r.Holder), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode}
 	}
 	return s
+}
+
+// stringOrNull, termOrNull and timeOrNull give a value for JSON: null when
+// it is not known (empty, no term, the zero time); times in UTC.
+func stringOrNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func termOrNull(term int64) *int64 {
+	if term <= 0 {
+		return nil
+	}
+	return &term
+}
+
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // writeStatusText prints status's rows; pause is the pause in force (nil if
@@ -177,11 +183,7 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *
 
 // stamp prints a service time with how long ago it was by the service's clock.
 func stamp(t, now time.Time) string {
-	ago := now.Sub(t).Truncate(time.Second)
-	if ago < 0 {
-		ago = 0
-	}
-	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), ago)
+	return fmt.Sprintf("%s (%s ago)", rfc3339(t), max(now.Sub(t).Truncate(time.Second), 0))
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -196,9 +198,34 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 	if !p.Since.IsZero() {
 		fmt.Fprintf(&b, "since %s, ", stamp(p.Since, now))
 	}
-	b.WriteString("until " + untilText(p.Until))
+	b.WriteString("until " + timeOr(p.Until, "resume"))
 	if p.Reason != "" {
 		b.WriteString(": " + p.Reason)
 	}
 	return b.String()
+}
+
+// writeSlotsText adds to status's text one line per slot when the lease
+// has more than one, and the hosts that are done.
+func writeSlotsText(w io.Writer, l *lease.View) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	defer tw.Flush()
+	if l.SlotCount > 1 {
+		fmt.Fprintf(tw, "slots:\t%d of %d leased\n", l.Held(), l.SlotCount)
+		for i := range l.SlotCount {
+			fmt.Fprintf(tw, "  slot %d:\t%s\n", i, slotCells(l.Slot(i).Props, l.Date))
+		}
+	}
+	if len(l.DoneHosts) > 0 {
+		fmt.Fprintf(tw, "done hosts:\t%d: %s\n", len(l.DoneHosts), joinHosts(l.DoneHosts))
+	}
+}
+
+// joinHosts lists the first 20 hosts.
+func joinHosts(hosts []string) string {
+	const most = 20
+	if len(hosts) <= most {
+		return strings.Join(hosts, ", ")
+	}
+	return strings.Join(hosts[:most], ", ") + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
 }

@@ -9,18 +9,12 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-
-	"github.com/leaderrun/leaderrun/exit"
 )
 
 // version and commit may be set at build time, as scripts/release.sh does:
 // -ldflags "-X github.com/leaderrun/leaderrun/cmd.version=v1.2.3 -X ...cmd.commit=abc123".
-// What they set wins; what they leave empty comes from the build
-// information that the go command records (see fromBuildInfo).
-var (
-	version = ""
-	commit  = ""
-)
+// What they leave empty comes from the build information (buildVersionOf).
+var version, commit string
 
 type buildVersion struct {
 	Version   string `json:"version"`
@@ -30,9 +24,6 @@ type buildVersion struct {
 	Platform  string `json:"platform"`
 }
 
-// shortCommit is how many hex digits of a revision leaderrun shows.
-const shortCommit = 12
-
 func currentVersion() buildVersion {
 	info, _ := debug.ReadBuildInfo()
 	return buildVersionOf(info, version, commit)
@@ -40,16 +31,15 @@ func currentVersion() buildVersion {
 
 // buildVersionOf decides what leaderrun says it is, from the -ldflags
 // overrides and the build information (nil when there is none):
-//   - the version: the override, else the main module's version, which is
-//     the tag for `go install …@v1.2.3` and, from Go 1.24 on, a
-//     pseudo-version (with "+dirty" for a modified tree) for a build from a
-//     checkout; "(devel)" and "" read as "dev";
+//   - the version: the override, else the main module's version: the tag for
+//     `go install …@v1.2.3`, from Go 1.24 on a pseudo-version (with "+dirty"
+//     for a modified tree) for a build from a checkout; "(devel)" and "" read
+//     as "dev";
 //   - the commit: the override, else vcs.revision, which the go command
-//     records for a build from a git checkout (not for a module download,
-//     not with -buildvcs=false, and not in a git worktree or submodule,
-//     whose .git is a file); shortened to 12 hex digits;
-//   - dirty: vcs.modified, the checkout had uncommitted changes. An
-//     overridden commit is taken as it is: dirty then stays false.
+//     records for a build from a git checkout (not for a module download, not
+//     with -buildvcs=false, not in a git worktree or submodule, whose .git is
+//     a file), cut to 12 hex digits;
+//   - dirty: vcs.modified; false with an overridden commit.
 func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVersion {
 	v := buildVersion{Version: ldVersion, Commit: ldCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info != nil {
@@ -70,8 +60,8 @@ func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVers
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	if len(v.Commit) > shortCommit {
-		v.Commit = v.Commit[:shortCommit]
+	if len(v.Commit) > 12 {
+		v.Commit = v.Commit[:12]
 	}
 	return v
 }
@@ -100,16 +90,16 @@ func newVersionCmd(a *app) *cobra.Command {
 		Example: "  leaderrun version\n  leaderrun version -o json",
 		Args:    unexpectedArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch output {
-			case "text":
-				fmt.Fprintln(a.stdout, versionString())
-				return nil
-			case "json":
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if output == "json" {
 				return writeJSON(a.stdout, currentVersion())
 			}
-			return exit.Usagef("invalid --output %q: use text or json", output)
+			fmt.Fprintln(a.stdout, versionString())
+			return nil
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(c.Flags(), &output)
 	return c
 }
