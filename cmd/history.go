@@ -1,7 +1,7 @@
 package cmd
 
 // `leaderrun history`: the recent runs of a lease, newest first, from the
-// history its blobs keep in their metadata (lease/history.go).
+// history its blobs keep in their metadata (lease/record_history.go).
 
 import (
 	"cmp"
