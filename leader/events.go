@@ -24,10 +24,9 @@ const eventsReadyWait = 2 * time.Second
 // than this long before the event's NotBefore.
 const stepDownMargin = 2 * time.Second
 
-// eventWatch is a running imds.Watcher. A nil *eventWatch (the flag off)
-// holds nothing and never reports an event.
+// eventWatch is a running imds.Watcher; nil when the flag is off.
 type eventWatch struct {
-	w    *imds.Watcher
+	*imds.Watcher
 	stop func() // ends the watcher and waits for it
 }
 
@@ -52,7 +51,7 @@ func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint s
 		defer close(done)
 		_ = w.Run(wctx) // returns wctx.Err() once stopped
 	}()
-	return &eventWatch{w: w, stop: func() { cancel(); <-done }}, nil
+	return &eventWatch{Watcher: w, stop: func() { cancel(); <-done }}, nil
 }
 
 func (e *eventWatch) close() {
@@ -71,7 +70,7 @@ func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
 	t := time.NewTimer(eventsReadyWait)
 	defer t.Stop()
 	select {
-	case <-e.w.Ready():
+	case <-e.Ready():
 	case <-ctx.Done():
 	case <-t.C:
 		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
@@ -79,26 +78,19 @@ func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
 	}
 }
 
-// hold is lease.WaitOptions.Hold: the reason not to acquire while an event
-// concerns this VM, "" otherwise. It reads the watcher's last answer only
-// (no I/O).
-func (e *eventWatch) hold() string {
-	if e == nil {
-		return ""
-	}
-	ev, ok := e.w.Pending()
-	if !ok {
-		return ""
-	}
-	return holdReason(ev)
-}
-
-// holdFunc is hold as a lease.WaitOptions.Hold, nil when the flag is off.
+// holdFunc is lease.WaitOptions.Hold, nil when the flag is off: the reason
+// not to acquire while an event concerns this VM, "" otherwise. It reads
+// the watcher's last answer only (no I/O).
 func (e *eventWatch) holdFunc() func() string {
 	if e == nil {
 		return nil
 	}
-	return e.hold
+	return func() string {
+		if ev, ok := e.Pending(); ok {
+			return holdReason(ev)
+		}
+		return ""
+	}
 }
 
 // holdReason names an event that keeps a contender off the lease.
@@ -118,38 +110,19 @@ func eventText(ev imds.Event) string {
 	return s
 }
 
-// appeared returns a channel closed when an event concerns this VM (see
-// imds.Watcher.Appeared); nil, which never fires, when the flag is off.
-func (e *eventWatch) appeared() <-chan struct{} {
-	if e == nil {
-		return nil
-	}
-	return e.w.Appeared()
-}
-
-// pending is the event that concerns this VM now, if any.
-func (e *eventWatch) pending() (imds.Event, bool) {
-	if e == nil {
-		return imds.Event{}, false
-	}
-	return e.w.Pending()
-}
-
 // stepDownKillBy is when a leader stepping down for ev sends SIGKILL at
 // the latest: killGrace after now, but no later than stepDownMargin before
-// the event may start (imds.Event.StartsBy: NotBefore, or now when it is
-// empty or unreadable). It is computed once, from the wall clocks' distance
-// to NotBefore, and carries now's monotonic reading, so that later changes
-// of the wall clock do not move it.
+// the event may start (imds.Event.StartsBy). It is computed once, from the
+// wall clocks' distance to NotBefore, and carries now's monotonic reading,
+// so that later changes of the wall clock do not move it.
 //
 // When that is not after now (NotBefore within the margin, past, empty or
 // unreadable) the answer is now: the platform may take or pause the VM at
-// any moment, and a COMMAND that is frozen with the VM would run on past
-// the lease when it wakes, so it is killed at once, without the stop
-// signal, which it would have no time to act on.
+// any moment, and a COMMAND frozen with the VM would run on past the lease
+// when it wakes, so it is killed at once, without the stop signal, which
+// it would have no time to act on.
 func stepDownKillBy(ev imds.Event, now time.Time, killGrace time.Duration) time.Time {
-	untilStart := ev.StartsBy(now).Sub(now)
-	grace := min(killGrace, untilStart-stepDownMargin)
+	grace := min(killGrace, ev.StartsBy(now).Sub(now)-stepDownMargin)
 	if grace <= 0 {
 		return now
 	}

@@ -174,7 +174,7 @@ const eventRecheck = time.Second
 func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
 	var last time.Time // StartsBy of the event reported last; zero: none
 	for {
-		wake := h.events.appeared() // at once if one is pending already
+		wake := h.events.Appeared() // at once if one is pending already
 		if !last.IsZero() {
 			wake = nil // reported: look again every eventRecheck
 		}
@@ -184,7 +184,7 @@ func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
 		case <-ctx.Done():
 			return
 		}
-		ev, ok := h.events.pending()
+		ev, ok := h.events.Pending()
 		if !ok {
 			continue // gone again: wait for the next one
 		}

@@ -4,6 +4,7 @@ package leader
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,15 +126,8 @@ func (n *notifier) close() {
 
 // withoutNotify returns env without the variables that address systemd.
 func withoutNotify(env []string) []string {
-	out := env[:0:0]
-next:
-	for _, kv := range env {
-		for _, k := range notifyEnv {
-			if strings.HasPrefix(kv, k+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, ok := strings.Cut(kv, "=")
+		return ok && slices.Contains(notifyEnv, k)
+	})
 }

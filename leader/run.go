@@ -5,6 +5,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, o Options) error {
 		return StorageExit(err)
 	}
 	if err := runner.Lookup(o.Argv[0]); err != nil {
-		return execExit(err, o.Client.Name())
+		return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.Client.Name()))
 	}
 	mon := newRunMonitor(log, &o)
 	sd := newNotifier(log)

@@ -18,8 +18,7 @@ import (
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// wait is the wait for the lease: the acquire, what a waiting follower
-// reports, and a terminating signal that ends it.
+// wait is the wait for the lease.
 type wait struct {
 	log     hclog.Logger
 	o       *Options
@@ -36,19 +35,13 @@ type wait struct {
 func (w *wait) splay(ctx context.Context, d time.Duration) bool {
 	wait := rand.N(d)
 	w.log.Debug("splay: waiting before the first request", "wait", wait)
-	return !waitOrDone(ctx, wait)
-}
-
-// waitOrDone waits d, or less if ctx ends first, and reports whether ctx
-// ended.
-func waitOrDone(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return true
-	case <-t.C:
 		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -77,6 +70,14 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 			}
 		}
 	}()
+	// waiting: a held lease or a hold; the head start is discarded until
+	// the next try.
+	waiting := func(status, key, value string) {
+		hs.discard()
+		log.Info("waiting for the lease", "lease", name, key, value)
+		sd.waiting()
+		sd.status("waiting: " + status)
+	}
 	if o.Splay > 0 && !w.splay(waitCtx, o.Splay) {
 		cancelWait()
 		<-waitDone
@@ -101,21 +102,13 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		Schedule:       o.leaseSchedule(),
 		OnTry:          hs.prepare,
 		OnWait: func(p *lease.Properties) {
-			hs.discard()
-			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
-			log.Info("waiting for the lease", "lease", name, "holder", heldText(held, o.Lease.Identity))
-			sd.waiting()
-			sd.status("waiting: held by " + heldText(held, o.Lease.Identity))
+			held := heldText(&lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}, o.Lease.Identity)
+			waiting("held by "+held, "holder", held)
 		},
 		// Held back by a scheduled event for this VM (events.go), or by a
 		// pause (`leaderrun pause`, checked inside lease).
-		Hold: w.events.holdFunc(),
-		OnHold: func(reason string) {
-			hs.discard()
-			log.Info("waiting for the lease", "lease", name, "reason", reason)
-			sd.waiting()
-			sd.status("waiting: " + reason)
-		},
+		Hold:   w.events.holdFunc(),
+		OnHold: func(reason string) { waiting(reason, "reason", reason) },
 	})
 	cancelWait()
 	<-waitDone
