@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,7 +42,7 @@ type Pinger struct {
 	client   *http.Client
 	log      hclog.Logger
 	wg       sync.WaitGroup
-	warnOnce sync.Once
+	warned   atomic.Bool // the one WARNING was logged
 }
 
 // NewPinger checks the ping URL (healthchecks.io's protocol) or template
@@ -166,12 +167,9 @@ func (p *Pinger) send(ev Event, code int, body string) {
 		}
 		// One WARNING a run: the monitor that missed the start misses the
 		// end too, and says so itself.
-		warned := false
-		p.warnOnce.Do(func() {
-			warned = true
+		if !p.warned.Swap(true) {
 			p.log.Warn("could not ping the monitor; leaderrun's exit status is unchanged", "event", ev, "to", where(target), "error", err)
-		})
-		if !warned {
+		} else {
 			p.log.Debug("could not ping the monitor", "event", ev, "to", where(target), "error", err)
 		}
 	})

@@ -50,13 +50,7 @@ func Parse(spec string) (*Schedule, error) {
 func (s *Schedule) String() string { return s.spec }
 
 // Next is the first occurrence after t (zero if none within five years).
-func (s *Schedule) Next(t time.Time) time.Time {
-	n := s.s.Next(t)
-	if n.IsZero() {
-		return n
-	}
-	return n.UTC()
-}
+func (s *Schedule) Next(t time.Time) time.Time { return s.s.Next(t).UTC() }
 
 // maxLookback bounds the search for the latest occurrence: a schedule
 // whose latest occurrence is older (a 29 February that is years away) has
