@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
@@ -27,15 +25,8 @@ const releaseTimeout = 10 * time.Second
 
 // heldRun is one run of COMMAND under an acquired lease. Use: run, once.
 type heldRun struct {
-	log           hclog.Logger
-	o             *Options
-	l             *lease.Lease
-	renewInterval time.Duration
-	sd            *notifier
-	sigs          <-chan os.Signal
-	hs            *headStart
-	events        *eventWatch // nil without --scheduled-events
-	mon           *runMonitor
+	*invocation
+	l *lease.Lease
 
 	env        []string
 	proc       *runner.Process
@@ -64,7 +55,7 @@ func (h *heldRun) run(ctx context.Context) error {
 	defer stopKeep()
 	h.l.Keep(keepCtx)
 	defer h.release() // before stopKeep: the keeper renews until the release
-	h.sd.leading(2 * h.renewInterval)
+	h.sd.leading(2 * h.elector.Config().RenewInterval)
 	h.sd.status(fmt.Sprintf("leader: term %d since %s", h.l.Term, h.l.AcquiredAt.UTC().Format(time.RFC3339)))
 	h.log.Info("acquired lease", "lease", h.l.Name, "term", h.l.Term, "identity", h.l.Identity)
 

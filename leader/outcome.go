@@ -15,48 +15,29 @@ import (
 )
 
 // outcomeKind is how a held run ended. A new way for leadership to end
-// while COMMAND runs is a new kind here, with its input in happened and its case in
-// decideOutcome, as outcomeSteppedDown is.
-type outcomeKind int
+// while COMMAND runs is a new kind, with its input in happened and its case
+// in decideOutcome, as outcomeSteppedDown is.
+type outcomeKind string
 
 const (
-	outcomeExited      outcomeKind = iota // COMMAND exited by itself: its own status
-	outcomeSignalled                      // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
-	outcomeLost                           // leadership was lost; COMMAND was stopped: 76
-	outcomeUnhealthy                      // the health check failed; COMMAND was stopped: 77
-	outcomeSteppedDown                    // a scheduled event concerns this VM; COMMAND was stopped: 76
+	outcomeExited      outcomeKind = "exited"       // COMMAND exited by itself: its own status
+	outcomeSignalled   outcomeKind = "signalled"    // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
+	outcomeLost        outcomeKind = "lost"         // leadership was lost; COMMAND was stopped: 76
+	outcomeUnhealthy   outcomeKind = "unhealthy"    // the health check failed; COMMAND was stopped: 77
+	outcomeSteppedDown outcomeKind = "stepped down" // a scheduled event concerns this VM; COMMAND was stopped: 76
 )
-
-func (k outcomeKind) String() string {
-	switch k {
-	case outcomeExited:
-		return "exited"
-	case outcomeSignalled:
-		return "signalled"
-	case outcomeLost:
-		return "lost"
-	case outcomeUnhealthy:
-		return "unhealthy"
-	case outcomeSteppedDown:
-		return "stepped down"
-	}
-	return fmt.Sprintf("outcomeKind(%d)", int(k))
-}
 
 // happened is what a held run saw by the time COMMAND had exited.
 type happened struct {
-	lease string // the lease name, for the message
-	// lost is set when the keeper said leadership was lost.
-	lost *lease.LostError
-	// unhealthy is set when the health check failed first (a failure
-	// reported after leadership was lost is not one).
-	unhealthy *runner.UnhealthyError
+	lease     string                 // the lease name, for the message
+	lost      *lease.LostError       // the keeper said leadership was lost
+	unhealthy *runner.UnhealthyError // the health check failed first (not after a loss)
 	// pastKillDeadline: COMMAND was found ended at or after the kill
 	// deadline with no renewal since, before the keeper had said anything
 	// (leaderrun was stopped or starved, and the guard killed COMMAND).
 	pastKillDeadline bool
-	// steppedDown is set when a scheduled event for this VM made the run
-	// step down, before leadership was lost or the health check failed.
+	// steppedDown: a scheduled event for this VM made the run step down,
+	// before leadership was lost or the health check failed.
 	steppedDown *imds.Event
 	result      runner.Result // how COMMAND ended
 }

@@ -57,6 +57,19 @@ type Options struct {
 	MetricsFile string          // "": no metrics file
 }
 
+// invocation is what the wait for the lease (wait.go) and the held run
+// (held.go) share.
+type invocation struct {
+	log     hclog.Logger
+	o       *Options
+	elector *lease.Elector
+	sd      *notifier
+	sigs    <-chan os.Signal
+	hs      *headStart
+	events  *eventWatch // nil without --scheduled-events
+	mon     *runMonitor
+}
+
 // Run waits for the lease, runs COMMAND while holding it, stops COMMAND
 // before the lease could pass to anyone else, and releases the lease after
 // COMMAND has exited. It returns nil or an error carrying the exit status
@@ -99,8 +112,8 @@ func Run(ctx context.Context, o Options) error {
 		Logger:     log,
 	}}
 	defer hs.discard()
-	w := &wait{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events}
-	l, err := w.forLease(ctx)
+	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	l, err := inv.forLease(ctx)
 	if err != nil {
 		if code, ok := exit.Code(err); ok && code == o.ConflictCode {
 			mon.invoked() // held by another host: nothing ran here
@@ -111,7 +124,7 @@ func Run(ctx context.Context, o Options) error {
 		mon.invoked()
 		return nil // skipped
 	}
-	h := &heldRun{log: log, o: &o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	h := &heldRun{invocation: inv, l: l}
 	err = h.run(ctx) // the lease is released when it returns
 	mon.wait()
 	return err

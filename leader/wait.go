@@ -8,33 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"syscall"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// wait is the wait for the lease.
-type wait struct {
-	log     hclog.Logger
-	o       *Options
-	elector *lease.Elector
-	sd      *notifier
-	sigs    <-chan os.Signal
-	hs      *headStart
-	events  *eventWatch // nil without --scheduled-events
-}
-
 // splay waits a random time in [0, d) before the first request, so that a
 // fleet whose clocks start it in the same second spreads out. It reports
 // false if ctx ended first (a terminating signal).
-func (w *wait) splay(ctx context.Context, d time.Duration) bool {
+func (inv *invocation) splay(ctx context.Context, d time.Duration) bool {
 	wait := rand.N(d)
-	w.log.Debug("splay: waiting before the first request", "wait", wait)
+	inv.log.Debug("splay: waiting before the first request", "wait", wait)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -49,8 +35,8 @@ func (w *wait) splay(ctx context.Context, d time.Duration) bool {
 // It returns a nil lease when the run is skipped (--once-per, --once,
 // --once-per-host, --schedule). While a scheduled event concerns this VM
 // (--scheduled-events) it does not acquire.
-func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
-	log, o, sd, hs, name := w.log, w.o, w.sd, w.hs, w.o.Client.Name()
+func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
+	log, o, sd, hs, name := inv.log, inv.o, inv.sd, inv.hs, inv.o.Client.Name()
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waitSig syscall.Signal
 	waitDone := make(chan struct{})
@@ -58,7 +44,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		defer close(waitDone)
 		for {
 			select {
-			case s := <-w.sigs:
+			case s := <-inv.sigs:
 				if terminating(s) {
 					waitSig = s.(syscall.Signal)
 					cancelWait()
@@ -78,7 +64,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
-	if o.Splay > 0 && !w.splay(waitCtx, o.Splay) {
+	if o.Splay > 0 && !inv.splay(waitCtx, o.Splay) {
 		cancelWait()
 		<-waitDone
 		if waitSig == 0 {
@@ -86,7 +72,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		}
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
-	l, err := w.elector.Acquire(waitCtx, lease.WaitOptions{
+	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
 		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
 		// losing contender need not read who holds the lease.
@@ -107,7 +93,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		},
 		// Held back by a scheduled event for this VM (events.go), or by a
 		// pause (`leaderrun pause`, checked inside lease).
-		Hold:   w.events.holdFunc(),
+		Hold:   inv.events.holdFunc(),
 		OnHold: func(reason string) { waiting(reason, "reason", reason) },
 	})
 	cancelWait()

@@ -79,28 +79,14 @@ func (s *Schedule) Latest(now time.Time) time.Time {
 }
 
 // Verdict is what an invocation does about the latest occurrence.
-type Verdict int
+type Verdict string
 
 const (
-	Run     Verdict = iota // due: run it now
-	NotDue                 // no occurrence yet (none, or none since the lease blob was made)
-	Started                // the latest occurrence was already started, by anyone
-	Missed                 // the latest occurrence never started and is past the deadline
+	Run     Verdict = "run"     // due: run it now
+	NotDue  Verdict = "not due" // no occurrence yet (none, or none since the lease blob was made)
+	Started Verdict = "started" // the latest occurrence was already started, by anyone
+	Missed  Verdict = "missed"  // the latest occurrence never started and is past the deadline
 )
-
-func (v Verdict) String() string {
-	switch v {
-	case Run:
-		return "run"
-	case NotDue:
-		return "not due"
-	case Started:
-		return "started"
-	case Missed:
-		return "missed"
-	}
-	return fmt.Sprintf("Verdict(%d)", int(v))
-}
 
 // Decision is a verdict on one occurrence.
 type Decision struct {
