@@ -67,12 +67,10 @@ func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
 	if e == nil {
 		return
 	}
-	t := time.NewTimer(eventsReadyWait)
-	defer t.Stop()
 	select {
 	case <-e.Ready():
 	case <-ctx.Done():
-	case <-t.C:
+	case <-time.After(eventsReadyWait):
 		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
 			"waited", eventsReadyWait)
 	}

@@ -1,8 +1,7 @@
 package leader
 
-// A held run: COMMAND started under an acquired lease, watched until it has
-// exited, then the lease released. The safety promise lives in the order of
-// these steps: COMMAND is stopped first, the lease is released after.
+// A held run: COMMAND started under an acquired lease and watched until it
+// has exited, and only then the lease released (the safety promise).
 
 import (
 	"context"
@@ -38,15 +37,6 @@ type heldRun struct {
 	stepped   *imds.Event // the scheduled event this run stepped down for
 }
 
-// stopCause is a reason to stop COMMAND, as reported to the event loop:
-// leadership lost, the health check failed, or a scheduled event concerns
-// this VM. Each source reports once.
-type stopCause struct {
-	lost      bool        // the keeper closed Lost
-	unhealthy error       // what the health check reported
-	event     *imds.Event // the event to step down for
-}
-
 // run keeps the lease, runs COMMAND, stops it when leadership is lost or
 // it is unhealthy, and returns what leaderrun exits with. The lease is
 // released once, after COMMAND has exited, on every path.
@@ -62,14 +52,14 @@ func (h *heldRun) run(ctx context.Context) error {
 	if err := h.start(ctx); err != nil {
 		return err
 	}
-	causes, endWatch, err := h.watch(ctx)
+	health, events, endWatch, err := h.watch(ctx)
 	if err != nil {
 		// The health flags were validated with the others: only a bug gets here.
 		h.proc.Stop(h.l.StopBudget)
 		<-h.proc.Done()
 		return exit.With(exit.Internal, err)
 	}
-	h.loop(causes)
+	h.loop(health, events)
 	endWatch()
 	return h.finish(ctx)
 }
@@ -107,49 +97,30 @@ func (h *heldRun) start(ctx context.Context) error {
 	return nil
 }
 
-// watch starts the health check and returns the channel on which the lost
-// lease and a failed check are reported at most once each, a scheduled
-// event for this VM whenever it is due sooner than before (watchEvents). end
-// stops the watch and returns once no check runs any more.
-func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
+// watch starts the health check, which reports a failure and closes its
+// channel once stopped, and with --scheduled-events watchEvents. end stops
+// both and returns once no check runs any more.
+func (h *heldRun) watch(ctx context.Context) (health <-chan error, events <-chan imds.Event, end func(), err error) {
 	hctx, stopHealth := context.WithCancel(ctx)
 	hc := h.o.Health
 	hc.Env, hc.Logger = h.env, h.log
-	health, err := runner.StartHealth(hctx, hc)
-	if err != nil {
+	if health, err = runner.StartHealth(hctx, hc); err != nil {
 		stopHealth()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	h.stopHealth = stopHealth
-	ch := make(chan stopCause, 2)
-	// Not ended with ctx: a lost lease must reach the loop whatever ends
-	// ctx (which ends the keeper, and so closes Lost).
-	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	report := func(c stopCause) {
-		select {
-		case ch <- c:
-		case <-wctx.Done(): // the loop is over
-		}
-	}
+	evs := make(chan imds.Event)
+	// Not ended with ctx: the loop runs until COMMAND has exited.
+	wctx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-h.l.Lost():
-			report(stopCause{lost: true})
-		case <-wctx.Done():
-		}
-	})
-	wg.Go(func() {
-		for err := range health { // closed when the check has stopped
-			report(stopCause{unhealthy: err})
-		}
-	})
 	if h.events != nil {
-		wg.Go(func() { h.watchEvents(wctx, report) })
+		wg.Go(func() { h.watchEvents(wctx, evs) })
 	}
-	return ch, func() {
-		stopWatch()
+	return health, evs, func() {
+		stopEvents()
 		stopHealth()
+		for range health { // drained: closed once no check runs any more
+		}
 		wg.Wait()
 	}, nil
 }
@@ -162,7 +133,7 @@ const eventRecheck = time.Second
 // watchEvents reports the scheduled event that concerns this VM when one
 // appears, and again whenever the pending event may start sooner than the
 // one reported last, until ctx ends.
-func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
+func (h *heldRun) watchEvents(ctx context.Context, out chan<- imds.Event) {
 	var last time.Time // StartsBy of the event reported last; zero: none
 	for {
 		wake := h.events.Appeared() // at once if one is pending already
@@ -181,7 +152,11 @@ func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
 		}
 		if by := ev.StartsBy(time.Now()); last.IsZero() || by.Before(last) {
 			last = by
-			report(stopCause{event: &ev})
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
@@ -190,7 +165,8 @@ func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
 // outside signals are forwarded, renewals move the guard's kill deadline,
 // and a lost lease, a failed health check or a scheduled event for this VM
 // stops COMMAND.
-func (h *heldRun) loop(causes <-chan stopCause) {
+func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
+	lost := h.l.Lost()
 	for {
 		select {
 		case s := <-h.sigs:
@@ -204,15 +180,17 @@ func (h *heldRun) loop(causes <-chan stopCause) {
 				h.log.Warn("could not hand the kill deadline to the guard", "error", err)
 			}
 			h.sd.renewed()
-		case c := <-causes:
-			switch {
-			case c.lost:
-				h.stopLost()
-			case c.event != nil:
-				h.stepDown(*c.event)
-			default:
-				h.stopUnhealthy(c.unhealthy)
+		case <-lost:
+			lost = nil // closed: once is enough
+			h.stopLost()
+		case err, ok := <-health:
+			if !ok {
+				health = nil // the check has stopped
+				continue
 			}
+			h.stopUnhealthy(err)
+		case ev := <-events:
+			h.stepDown(ev)
 		case <-h.proc.Done():
 			return
 		}
@@ -255,16 +233,13 @@ func (h *heldRun) stopUnhealthy(err error) {
 }
 
 // stepDown stops COMMAND because a scheduled event concerns this VM, as an
-// outside stop request would: the stop signal now, SIGKILL after
-// --kill-grace but no later than stepDownMargin before the event may start
-// (see stepDownKillBy). The keeper renews meanwhile, and the lease is
-// released once COMMAND has exited. If leadership was lost or the health
-// check failed first, COMMAND is already being stopped for that: the event
-// only brings SIGKILL forward if it is due sooner.
+// outside stop request would: the stop signal now, SIGKILL at
+// stepDownKillBy; the keeper renews until the release. If leadership was
+// lost or the health check failed first, COMMAND is already being stopped
+// for that: the event only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
 	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.KillGrace))
 	if h.stepped != nil {
-		// The event moved sooner: only SIGKILL comes forward.
 		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
 		h.proc.Stop(grace)
 		return

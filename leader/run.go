@@ -72,10 +72,9 @@ type invocation struct {
 
 // Run waits for the lease, runs COMMAND while holding it, stops COMMAND
 // before the lease could pass to anyone else, and releases the lease after
-// COMMAND has exited. It returns nil or an error carrying the exit status
-// (exit.Code). COMMAND is looked up before storage is touched: one that
-// cannot be run exits 127 or 126 with nothing created, acquired or
-// recorded.
+// COMMAND has exited; it returns nil or an error carrying the exit status
+// (exit.Code). A COMMAND that cannot be run exits 127 or 126 before storage
+// is touched: nothing is created, acquired or recorded.
 func Run(ctx context.Context, o Options) error {
 	log := o.Lease.Logger
 	if log == nil {
@@ -105,12 +104,7 @@ func Run(ctx context.Context, o Options) error {
 	defer events.close()
 	events.awaitFirstAnswer(ctx, log)
 
-	hs := &headStart{log: log, cfg: runner.Config{
-		Argv:       o.Argv,
-		StopSignal: o.StopSignal,
-		KillGrace:  o.KillGrace,
-		Logger:     log,
-	}}
+	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.KillGrace, Logger: log}}
 	defer hs.discard()
 	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
 	l, err := inv.forLease(ctx)

@@ -21,12 +21,10 @@ import (
 func (inv *invocation) splay(ctx context.Context, d time.Duration) bool {
 	wait := rand.N(d)
 	inv.log.Debug("splay: waiting before the first request", "wait", wait)
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-time.After(wait):
 		return true
 	}
 }

@@ -110,12 +110,10 @@ func (p *Pinger) Wait(d time.Duration) bool {
 		p.wg.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-time.After(d):
 		return false
 	}
 }
