@@ -30,7 +30,9 @@ type eventWatch struct {
 	stop func() // ends the watcher and waits for it
 }
 
-// startEvents starts the watcher when enabled; stop it with close.
+// startEvents starts the watcher when enabled, and waits until its first
+// poll has ended, at most eventsReadyWait: without an answer by then the run
+// goes on and events apply as soon as they arrive. Stop it with close.
 // Failures to reach the service are the watcher's to log (one warning);
 // they never stop a run.
 func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (*eventWatch, error) {
@@ -51,28 +53,19 @@ func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint s
 		defer close(done)
 		_ = w.Run(wctx) // returns wctx.Err() once stopped
 	}()
+	select {
+	case <-w.Ready():
+	case <-ctx.Done():
+	case <-time.After(eventsReadyWait):
+		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
+			"waited", eventsReadyWait)
+	}
 	return &eventWatch{Watcher: w, stop: func() { cancel(); <-done }}, nil
 }
 
 func (e *eventWatch) close() {
 	if e != nil {
 		e.stop()
-	}
-}
-
-// awaitFirstAnswer waits until the watcher's first poll has ended, at most
-// eventsReadyWait; without an answer by then the run goes on and events
-// apply as soon as they arrive.
-func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
-	if e == nil {
-		return
-	}
-	select {
-	case <-e.Ready():
-	case <-ctx.Done():
-	case <-time.After(eventsReadyWait):
-		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
-			"waited", eventsReadyWait)
 	}
 }
 

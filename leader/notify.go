@@ -27,6 +27,7 @@ type notifier struct {
 	lastOK time.Time     // last successful renewal, monotonic
 	maxAge time.Duration // 0: ping without condition (waiting)
 	stop   chan struct{}
+	closed sync.Once
 }
 
 // notifyEnv are the variables that address systemd; they are removed from
@@ -116,13 +117,7 @@ func (n *notifier) start() {
 	}()
 }
 
-func (n *notifier) close() {
-	select {
-	case <-n.stop:
-	default:
-		close(n.stop)
-	}
-}
+func (n *notifier) close() { n.closed.Do(func() { close(n.stop) }) }
 
 // withoutNotify returns env without the variables that address systemd.
 func withoutNotify(env []string) []string {

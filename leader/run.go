@@ -102,7 +102,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer events.close()
-	events.awaitFirstAnswer(ctx, log)
 
 	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.KillGrace, Logger: log}}
 	defer hs.discard()

@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -174,9 +173,7 @@ func (p *Pinger) send(ev Event, code int, body string) {
 }
 
 func (p *Pinger) post(target, body string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), PingTryTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(body)) // the client cuts it at PingTryTimeout
 	if err != nil {
 		return fmt.Errorf("bad request")
 	}
