@@ -103,15 +103,13 @@ func eventText(ev imds.Event) string {
 
 // stepDownKillBy is when a leader stepping down for ev sends SIGKILL at
 // the latest: killGrace after now, but no later than stepDownMargin before
-// the event may start (imds.Event.StartsBy). It is computed once, from the
-// wall clocks' distance to NotBefore, and carries now's monotonic reading,
-// so that later changes of the wall clock do not move it.
-//
-// When that is not after now (NotBefore within the margin, past, empty or
-// unreadable) the answer is now: the platform may take or pause the VM at
-// any moment, and a COMMAND frozen with the VM would run on past the lease
-// when it wakes, so it is killed at once, without the stop signal, which
-// it would have no time to act on.
+// the event may start (imds.Event.StartsBy). Computed once, from the wall
+// clocks' distance to NotBefore, it carries now's monotonic reading: later
+// changes of the wall clock do not move it. When that is not after now
+// (NotBefore within the margin, past, empty or unreadable) it is now: the
+// platform may take or pause the VM at any moment, and a COMMAND frozen with
+// the VM would run on past the lease when it wakes, so it is killed at once,
+// without the stop signal it would have no time to act on.
 func stepDownKillBy(ev imds.Event, now time.Time, killGrace time.Duration) time.Time {
 	grace := min(killGrace, ev.StartsBy(now).Sub(now)-stepDownMargin)
 	if grace <= 0 {

@@ -31,10 +31,7 @@ type heldRun struct {
 	proc       *runner.Process
 	stopHealth context.CancelFunc
 
-	// What happened while COMMAND ran; each is set at most once.
-	lost      *lease.LostError
-	unhealthy *runner.UnhealthyError
-	stepped   *imds.Event // the scheduled event this run stepped down for
+	happened // while COMMAND ran: lost, unhealthy, steppedDown, each set at most once
 }
 
 // run keeps the lease, runs COMMAND, stops it when leadership is lost or
@@ -218,7 +215,7 @@ func (h *heldRun) stopLost() {
 // stopUnhealthy stops COMMAND because its health check failed, unless
 // leadership was lost first (COMMAND is already being stopped for that).
 func (h *heldRun) stopUnhealthy(err error) {
-	if h.lost != nil || h.stepped != nil {
+	if h.lost != nil || h.steppedDown != nil {
 		return
 	}
 	if !errors.As(err, &h.unhealthy) {
@@ -239,13 +236,13 @@ func (h *heldRun) stopUnhealthy(err error) {
 // for that: the event only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
 	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.KillGrace))
-	if h.stepped != nil {
+	if h.steppedDown != nil {
 		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
 		h.proc.Stop(grace)
 		return
 	}
 	if h.lost == nil && h.unhealthy == nil {
-		h.stepped = &ev
+		h.steppedDown = &ev
 		h.stopHealth()
 		h.log.Info("stepping down: stopping the command before the scheduled event",
 			"signal", signalName(h.o.StopSignal), "sigkill_in", max(grace, 0).Round(time.Millisecond))
@@ -261,16 +258,16 @@ func (h *heldRun) stepDown(ev imds.Event) {
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
-	hap := happened{lease: h.l.Name, lost: h.lost, unhealthy: h.unhealthy, steppedDown: h.stepped, result: h.proc.Result()}
+	hap := h.happened
+	hap.lease, hap.result = h.l.Name, h.proc.Result()
 	if hap.lost == nil {
 		// The loop may have seen COMMAND's end first.
 		select {
 		case <-h.l.Lost():
 			hap.lost = h.l.LostErr()
 		default:
-			// A leaderrun that was stopped or starved wakes to find that the
-			// guard has killed COMMAND at the deadline, before its keeper
-			// has had a turn.
+			// Stopped or starved, leaderrun may wake to find that the guard
+			// killed COMMAND at the deadline before its keeper had a turn.
 			hap.pastKillDeadline = !time.Now().Before(h.l.KillBy())
 		}
 	}

@@ -13,11 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// notifier reports to systemd when leaderrun runs under it (NOTIFY_SOCKET is
-// set): READY=1 at start, STATUS= lines as leadership changes, and, when
-// WATCHDOG_USEC is set, WATCHDOG=1 only while the lease is being renewed, so
-// a wedged keeper gets the unit restarted. Without NOTIFY_SOCKET it does
-// nothing.
+// notifier reports to systemd when NOTIFY_SOCKET is set, and otherwise does
+// nothing: READY=1 at start, STATUS= lines as leadership changes, and with
+// WATCHDOG_USEC, WATCHDOG=1 only while the lease is being renewed, so a
+// wedged keeper gets the unit restarted.
 type notifier struct {
 	log      hclog.Logger
 	enabled  bool
@@ -41,10 +40,9 @@ func newNotifier(log hclog.Logger) *notifier {
 		return n
 	}
 	n.enabled = true
-	if d, err := daemon.SdWatchdogEnabled(false); err != nil {
+	var err error
+	if n.watchdog, err = daemon.SdWatchdogEnabled(false); err != nil { // 0 then
 		n.log.Warn("ignoring WATCHDOG_USEC", "error", err)
-	} else {
-		n.watchdog = d
 	}
 	return n
 }
@@ -78,7 +76,6 @@ func (n *notifier) leading(maxAge time.Duration) {
 	n.mu.Unlock()
 }
 
-// renewed records a successful renewal.
 func (n *notifier) renewed() {
 	n.mu.Lock()
 	n.lastOK = time.Now()

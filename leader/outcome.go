@@ -1,8 +1,7 @@
 package leader
 
-// How a held run ended: the pure decision of leaderrun's exit status, its
-// log line and whether the run's end is recorded, from what happened while
-// COMMAND ran.
+// How a held run ended: from what happened while COMMAND ran, the pure
+// decision of the exit status, its log line and whether the end is recorded.
 
 import (
 	"errors"
@@ -14,9 +13,8 @@ import (
 	"github.com/leaderrun/leaderrun/runner"
 )
 
-// outcomeKind is how a held run ended. A new way for leadership to end
-// while COMMAND runs is a new kind, with its input in happened and its case
-// in decideOutcome, as outcomeSteppedDown is.
+// outcomeKind is how a held run ended. A new way for leadership to end is a
+// new kind, with its input in happened and its case in decideOutcome.
 type outcomeKind string
 
 const (
@@ -32,14 +30,12 @@ type happened struct {
 	lease     string                 // the lease name, for the message
 	lost      *lease.LostError       // the keeper said leadership was lost
 	unhealthy *runner.UnhealthyError // the health check failed first (not after a loss)
-	// pastKillDeadline: COMMAND was found ended at or after the kill
-	// deadline with no renewal since, before the keeper had said anything
-	// (leaderrun was stopped or starved, and the guard killed COMMAND).
+	// pastKillDeadline: COMMAND ended at or after the kill deadline with no
+	// renewal since, before the keeper said anything (leaderrun was stopped
+	// or starved, and the guard killed COMMAND).
 	pastKillDeadline bool
-	// steppedDown: a scheduled event for this VM made the run step down,
-	// before leadership was lost or the health check failed.
-	steppedDown *imds.Event
-	result      runner.Result // how COMMAND ended
+	steppedDown      *imds.Event   // the event the run stepped down for, before a loss or a failed check
+	result           runner.Result // how COMMAND ended
 }
 
 // outcome is decideOutcome's answer.
@@ -88,8 +84,7 @@ func decideOutcome(h happened) outcome {
 	return outcome{kind: outcomeExited, code: code, recordEnd: true}
 }
 
-// exitErr is the error Run returns for o: nil for a run that
-// succeeded.
+// exitErr is the error Run returns for o: nil for a run that succeeded.
 func (o outcome) exitErr() error {
 	if o.code == exit.OK && o.err == nil {
 		return nil

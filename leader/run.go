@@ -57,8 +57,7 @@ type Options struct {
 	MetricsFile string          // "": no metrics file
 }
 
-// invocation is what the wait for the lease (wait.go) and the held run
-// (held.go) share.
+// invocation is what the wait (wait.go) and the held run (held.go) share.
 type invocation struct {
 	log     hclog.Logger
 	o       *Options

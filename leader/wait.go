@@ -54,8 +54,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			}
 		}
 	}()
-	// waiting: a held lease or a hold; the head start is discarded until
-	// the next try.
+	// waiting reports a wait (held, or held back) until the next try.
 	waiting := func(status, key, value string) {
 		hs.discard()
 		log.Info("waiting for the lease", "lease", name, key, value)

@@ -32,8 +32,7 @@ const (
 	EventFail    Event = "fail"
 )
 
-// Pinger sends one run's pings. The zero of its fields is not usable: make
-// it with NewPinger.
+// Pinger sends one run's pings; make it with NewPinger.
 type Pinger struct {
 	base     *url.URL // healthchecks.io's protocol: base, base/start, base/<code>
 	template string   // or a template with {event}, {code} and {rid}
