@@ -24,28 +24,21 @@ const eventsReadyWait = 2 * time.Second
 // than this long before the event's NotBefore.
 const stepDownMargin = 2 * time.Second
 
-// eventWatch is a running imds.Watcher; nil when the flag is off.
-type eventWatch struct {
-	*imds.Watcher
-	stop func() // ends the watcher and waits for it
-}
-
-// startEvents starts the watcher when enabled, and waits until its first
-// poll has ended, at most eventsReadyWait: without an answer by then the run
-// goes on and events apply as soon as they arrive. Stop it with close.
-// Failures to reach the service are the watcher's to log (one warning);
-// they never stop a run.
-func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (*eventWatch, error) {
+// startEvents starts the watcher when enabled (nil otherwise), and waits
+// until its first poll has ended, at most eventsReadyWait: without an answer
+// by then the run goes on and events apply as soon as they arrive. stop ends
+// the watcher and waits for it. Failures to reach the service are the
+// watcher's to log (one warning); they never stop a run.
+func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (w *imds.Watcher, stop func(), err error) {
 	if !enabled {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	c, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
 	if err != nil {
-		return nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
+		return nil, nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
 	}
-	w, err := imds.NewWatcher(c, imds.WatcherConfig{Logger: log})
-	if err != nil {
-		return nil, exit.With(exit.Internal, err)
+	if w, err = imds.NewWatcher(c, imds.WatcherConfig{Logger: log}); err != nil {
+		return nil, nil, exit.With(exit.Internal, err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -60,24 +53,18 @@ func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint s
 		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
 			"waited", eventsReadyWait)
 	}
-	return &eventWatch{Watcher: w, stop: func() { cancel(); <-done }}, nil
+	return w, func() { cancel(); <-done }, nil
 }
 
-func (e *eventWatch) close() {
-	if e != nil {
-		e.stop()
-	}
-}
-
-// holdFunc is lease.WaitOptions.Hold, nil when the flag is off: the reason
+// holdFunc is lease.WaitOptions.Hold, nil without a watcher: the reason
 // not to acquire while an event concerns this VM, "" otherwise. It reads
 // the watcher's last answer only (no I/O).
-func (e *eventWatch) holdFunc() func() string {
-	if e == nil {
+func holdFunc(w *imds.Watcher) func() string {
+	if w == nil {
 		return nil
 	}
 	return func() string {
-		if ev, ok := e.Pending(); ok {
+		if ev, ok := w.Pending(); ok {
 			return holdReason(ev)
 		}
 		return ""

@@ -158,10 +158,9 @@ func (h *heldRun) watchEvents(ctx context.Context, out chan<- imds.Event) {
 	}
 }
 
-// loop handles what happens while COMMAND runs, until it has exited:
-// outside signals are forwarded, renewals move the guard's kill deadline,
-// and a lost lease, a failed health check or a scheduled event for this VM
-// stops COMMAND.
+// loop handles what happens until COMMAND has exited: outside signals are
+// forwarded, renewals move the guard's kill deadline, and a lost lease, a
+// failed health check or a scheduled event for this VM stops COMMAND.
 func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 	lost := h.l.Lost()
 	for {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/monitor"
 	"github.com/leaderrun/leaderrun/runner"
@@ -65,7 +66,7 @@ type invocation struct {
 	sd      *notifier
 	sigs    <-chan os.Signal
 	hs      *headStart
-	events  *eventWatch // nil without --scheduled-events
+	events  *imds.Watcher // nil without --scheduled-events
 	mon     *runMonitor
 }
 
@@ -96,11 +97,11 @@ func Run(ctx context.Context, o Options) error {
 	sd.status("acquiring lease " + o.Client.Name())
 	sd.start()
 	defer sd.close()
-	events, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
+	events, stopEvents, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
 	if err != nil {
 		return err
 	}
-	defer events.close()
+	defer stopEvents()
 
 	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.KillGrace, Logger: log}}
 	defer hs.discard()

@@ -90,7 +90,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		},
 		// Held back by a scheduled event for this VM (events.go), or by a
 		// pause (`leaderrun pause`, checked inside lease).
-		Hold:   inv.events.holdFunc(),
+		Hold:   holdFunc(inv.events),
 		OnHold: func(reason string) { waiting(reason, "reason", reason) },
 	})
 	cancelWait()
