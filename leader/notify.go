@@ -60,13 +60,10 @@ func (n *notifier) status(format string) {
 	n.send("STATUS=" + strings.ReplaceAll(format, "\n", " "))
 }
 
-// waiting makes the watchdog ping on every tick: a follower has no renewals,
-// and its polls give up by themselves (exit 69) when storage is unreachable.
-func (n *notifier) waiting() {
-	n.mu.Lock()
-	n.lastOK, n.maxAge = time.Time{}, 0
-	n.mu.Unlock()
-}
+// waiting makes the watchdog ping on every tick (maxAge 0): a follower has
+// no renewals, and its polls give up by themselves (exit 69) when storage is
+// unreachable.
+func (n *notifier) waiting() { n.leading(0) }
 
 // leading makes the watchdog ping only while the last successful renewal
 // (or the acquisition) is younger than maxAge.

@@ -23,9 +23,8 @@ type Schedule struct {
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// Parse parses a schedule: five fields or a descriptor, optionally after
-// CRON_TZ=Zone (default UTC). @every is refused: it has no occurrences of
-// its own, only intervals from when it was read.
+// Parse parses a schedule (see the package comment). @every is refused: it
+// has no occurrences of its own, only intervals from when it was read.
 func Parse(spec string) (*Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	body := spec
