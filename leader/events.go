@@ -65,18 +65,16 @@ func holdFunc(w *imds.Watcher) func() string {
 	}
 	return func() string {
 		if ev, ok := w.Pending(); ok {
-			return holdReason(ev)
+			return eventText(ev)
 		}
 		return ""
 	}
 }
 
-// holdReason names an event that keeps a contender off the lease.
-func holdReason(ev imds.Event) string { return "scheduled event " + eventText(ev) }
-
 // eventText names an event for this VM: its type, id and when it may start.
+// It is also the reason a contender holds off.
 func eventText(ev imds.Event) string {
-	s := ev.EventType + " " + ev.EventID + " for this VM"
+	s := "scheduled event " + ev.EventType + " " + ev.EventID + " for this VM"
 	switch {
 	case ev.NotBeforeText == "":
 		s += " (" + ev.EventStatus + ", may start at any moment)"

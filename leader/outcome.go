@@ -69,14 +69,14 @@ func decideOutcome(h happened) outcome {
 				h.unhealthy.Failures, h.unhealthy.Last)}
 	case lost != nil && h.steppedDown != nil:
 		return outcome{kind: outcomeLost, code: exit.Lost,
-			err: fmt.Errorf("leadership of %q was lost while stepping down for scheduled event %s (%v); the command was stopped",
+			err: fmt.Errorf("leadership of %q was lost while stepping down for %s (%v); the command was stopped",
 				h.lease, eventText(*h.steppedDown), lost.Reason)}
 	case lost != nil:
 		return outcome{kind: outcomeLost, code: exit.Lost,
 			err: fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", h.lease, lost.Reason)}
 	case h.steppedDown != nil:
 		return outcome{kind: outcomeSteppedDown, code: exit.Lost, recordEnd: true,
-			err: fmt.Errorf("stepped down as leader of %q before scheduled event %s; the command was stopped and the lease released",
+			err: fmt.Errorf("stepped down as leader of %q before %s; the command was stopped and the lease released",
 				h.lease, eventText(*h.steppedDown))}
 	case h.result.Signal != 0:
 		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}

@@ -1,7 +1,6 @@
 package leader
 
-// A run: its options, and Run, which looks COMMAND up, waits for the
-// lease, holds it while COMMAND runs and releases it.
+// A run: its options, and Run, the whole flow of one run.
 
 import (
 	"context"
