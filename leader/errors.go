@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-	"time"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
@@ -50,41 +49,26 @@ func acquireExit(err error, sig syscall.Signal, o *Options) error {
 // trip after its acquire): then, or when it names this very identity, which
 // does not hold the lease, the holder is not known yet.
 func heldText(held *lease.HeldError, self string) string {
+	holder := held.Holder
 	switch {
 	case held.Stale:
-		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", orUnknown(held.Holder))
-	case held.Holder != "" && held.Holder == self:
+		if holder == "" {
+			holder = "no holder"
+		}
+		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", holder)
+	case holder != "" && holder == self:
 		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
-	}
-	return holderText(held.Holder, held.Since)
-}
-
-func orUnknown(holder string) string {
-	if holder == "" {
-		return "no holder"
-	}
-	return holder
-}
-
-func holderText(holder string, since time.Time) string {
-	if holder == "" {
+	case holder == "":
 		holder = "another holder"
 	}
-	if since.IsZero() {
+	if held.Since.IsZero() {
 		return holder
 	}
-	return fmt.Sprintf("%s since %s", holder, since.UTC().Format(time.RFC3339))
+	return holder + " since " + rfc3339(held.Since)
 }
 
-// execExit maps a COMMAND that cannot be run, found before the lease was
-// touched: its *runner.ExecError says 127 (not found) or 126 (not
-// executable).
-func execExit(err error, name string) error {
-	return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, name))
-}
-
-// execCode is the exit status for a COMMAND that cannot be started: 127
-// not found, 126 not executable.
+// execCode is the exit status for a COMMAND that cannot be started (its
+// *runner.ExecError): 127 not found, 126 not executable.
 func execCode(err error) int {
 	var ee *runner.ExecError
 	if errors.As(err, &ee) {

@@ -24,27 +24,21 @@ const eventsReadyWait = 2 * time.Second
 // than this long before the event's NotBefore.
 const stepDownMargin = 2 * time.Second
 
-// eventWatch is a running imds.Watcher. A nil *eventWatch (the flag off)
-// holds nothing and never reports an event.
-type eventWatch struct {
-	w    *imds.Watcher
-	stop func() // ends the watcher and waits for it
-}
-
-// startEvents starts the watcher when enabled; stop it with close.
-// Failures to reach the service are the watcher's to log (one warning);
-// they never stop a run.
-func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (*eventWatch, error) {
+// startEvents starts the watcher when enabled (nil otherwise), and waits
+// until its first poll has ended, at most eventsReadyWait: without an answer
+// by then the run goes on and events apply as soon as they arrive. stop ends
+// the watcher and waits for it. Failures to reach the service are the
+// watcher's to log (one warning); they never stop a run.
+func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (w *imds.Watcher, stop func(), err error) {
 	if !enabled {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	c, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
 	if err != nil {
-		return nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
+		return nil, nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
 	}
-	w, err := imds.NewWatcher(c, imds.WatcherConfig{Logger: log})
-	if err != nil {
-		return nil, exit.With(exit.Internal, err)
+	if w, err = imds.NewWatcher(c, imds.WatcherConfig{Logger: log}); err != nil {
+		return nil, nil, exit.With(exit.Internal, err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -52,61 +46,35 @@ func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint s
 		defer close(done)
 		_ = w.Run(wctx) // returns wctx.Err() once stopped
 	}()
-	return &eventWatch{w: w, stop: func() { cancel(); <-done }}, nil
-}
-
-func (e *eventWatch) close() {
-	if e != nil {
-		e.stop()
-	}
-}
-
-// awaitFirstAnswer waits until the watcher's first poll has ended, at most
-// eventsReadyWait; without an answer by then the run goes on and events
-// apply as soon as they arrive.
-func (e *eventWatch) awaitFirstAnswer(ctx context.Context, log hclog.Logger) {
-	if e == nil {
-		return
-	}
-	t := time.NewTimer(eventsReadyWait)
-	defer t.Stop()
 	select {
-	case <-e.w.Ready():
+	case <-w.Ready():
 	case <-ctx.Done():
-	case <-t.C:
+	case <-time.After(eventsReadyWait):
 		log.Info("no answer about scheduled events yet; going on, and applying them as soon as they arrive",
 			"waited", eventsReadyWait)
 	}
+	return w, func() { cancel(); <-done }, nil
 }
 
-// hold is lease.WaitOptions.Hold: the reason not to acquire while an event
-// concerns this VM, "" otherwise. It reads the watcher's last answer only
-// (no I/O).
-func (e *eventWatch) hold() string {
-	if e == nil {
-		return ""
-	}
-	ev, ok := e.w.Pending()
-	if !ok {
-		return ""
-	}
-	return holdReason(ev)
-}
-
-// holdFunc is hold as a lease.WaitOptions.Hold, nil when the flag is off.
-func (e *eventWatch) holdFunc() func() string {
-	if e == nil {
+// holdFunc is lease.WaitOptions.Hold, nil without a watcher: the reason
+// not to acquire while an event concerns this VM, "" otherwise. It reads
+// the watcher's last answer only (no I/O).
+func holdFunc(w *imds.Watcher) func() string {
+	if w == nil {
 		return nil
 	}
-	return e.hold
+	return func() string {
+		if ev, ok := w.Pending(); ok {
+			return eventText(ev)
+		}
+		return ""
+	}
 }
 
-// holdReason names an event that keeps a contender off the lease.
-func holdReason(ev imds.Event) string { return "scheduled event " + eventText(ev) }
-
 // eventText names an event for this VM: its type, id and when it may start.
+// It is also the reason a contender holds off.
 func eventText(ev imds.Event) string {
-	s := ev.EventType + " " + ev.EventID + " for this VM"
+	s := "scheduled event " + ev.EventType + " " + ev.EventID + " for this VM"
 	switch {
 	case ev.NotBeforeText == "":
 		s += " (" + ev.EventStatus + ", may start at any moment)"
@@ -118,38 +86,17 @@ func eventText(ev imds.Event) string {
 	return s
 }
 
-// appeared returns a channel closed when an event concerns this VM (see
-// imds.Watcher.Appeared); nil, which never fires, when the flag is off.
-func (e *eventWatch) appeared() <-chan struct{} {
-	if e == nil {
-		return nil
-	}
-	return e.w.Appeared()
-}
-
-// pending is the event that concerns this VM now, if any.
-func (e *eventWatch) pending() (imds.Event, bool) {
-	if e == nil {
-		return imds.Event{}, false
-	}
-	return e.w.Pending()
-}
-
 // stepDownKillBy is when a leader stepping down for ev sends SIGKILL at
 // the latest: killGrace after now, but no later than stepDownMargin before
-// the event may start (imds.Event.StartsBy: NotBefore, or now when it is
-// empty or unreadable). It is computed once, from the wall clocks' distance
-// to NotBefore, and carries now's monotonic reading, so that later changes
-// of the wall clock do not move it.
-//
-// When that is not after now (NotBefore within the margin, past, empty or
-// unreadable) the answer is now: the platform may take or pause the VM at
-// any moment, and a COMMAND that is frozen with the VM would run on past
-// the lease when it wakes, so it is killed at once, without the stop
-// signal, which it would have no time to act on.
+// the event may start (imds.Event.StartsBy). Computed once, from the wall
+// clocks' distance to NotBefore, it carries now's monotonic reading: later
+// changes of the wall clock do not move it. When that is not after now
+// (NotBefore within the margin, past, empty or unreadable) it is now: the
+// platform may take or pause the VM at any moment, and a COMMAND frozen with
+// the VM would run on past the lease when it wakes, so it is killed at once,
+// without the stop signal it would have no time to act on.
 func stepDownKillBy(ev imds.Event, now time.Time, killGrace time.Duration) time.Time {
-	untilStart := ev.StartsBy(now).Sub(now)
-	grace := min(killGrace, untilStart-stepDownMargin)
+	grace := min(killGrace, ev.StartsBy(now).Sub(now)-stepDownMargin)
 	if grace <= 0 {
 		return now
 	}

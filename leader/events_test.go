@@ -8,7 +8,7 @@ import (
 	"github.com/leaderrun/leaderrun/imds"
 )
 
-func TestHoldReason(t *testing.T) {
+func TestEventText(t *testing.T) {
 	tests := []struct {
 		name string
 		ev   imds.Event
@@ -24,8 +24,8 @@ func TestHoldReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := holdReason(tt.ev); got != tt.want {
-				t.Errorf("holdReason = %q, want %q", got, tt.want)
+			if got := eventText(tt.ev); got != tt.want {
+				t.Errorf("eventText = %q, want %q", got, tt.want)
 			}
 		})
 	}

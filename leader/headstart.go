@@ -12,11 +12,10 @@ import (
 )
 
 // headStart starts COMMAND's guard (runner.Prepare) right before each
-// acquire request, so that the guard's own start, a whole process's,
-// overlaps the storage round trips instead of following them. COMMAND
-// itself starts only once the lease is held. The guard is discarded when
-// the wait for a held lease begins, and when leaderrun ends without
-// running COMMAND.
+// acquire request, so that the guard's start, a whole process's, overlaps
+// the storage round trips instead of following them; COMMAND itself starts
+// once the lease is held. The guard is discarded when the wait for a held
+// lease begins, and when leaderrun ends without running COMMAND.
 type headStart struct {
 	log      hclog.Logger
 	cfg      runner.Config
@@ -30,9 +29,8 @@ func (h *headStart) prepare() {
 	}
 	p, err := runner.Prepare(h.cfg)
 	if err != nil {
-		// COMMAND was looked up before the first acquire, so this is a
-		// command removed since, or a guard that could not start: start
-		// then tries again, and reports it with the run recorded.
+		// COMMAND was looked up before: removed since, or the guard could
+		// not start. start tries again and reports it with the run recorded.
 		h.failed = true
 		h.log.Debug("no head start for the command", "error", err)
 		return
@@ -47,9 +45,8 @@ func (h *headStart) discard() {
 	}
 }
 
-// start starts COMMAND with env and the kill deadline already in force:
-// the prepared guard if there is one, otherwise (or if it has died) a new
-// one.
+// start starts COMMAND with env and the kill deadline already in force: in
+// the prepared guard if there is one and it works, otherwise in a new one.
 func (h *headStart) start(env []string, killBy time.Time) (*runner.Process, error) {
 	if p := h.prepared; p != nil {
 		h.prepared = nil

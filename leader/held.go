@@ -1,8 +1,7 @@
 package leader
 
-// A held run: COMMAND started under an acquired lease, watched until it has
-// exited, then the lease released. The safety promise lives in the order of
-// these steps: COMMAND is stopped first, the lease is released after.
+// A held run: COMMAND started under an acquired lease and watched until it
+// has exited, and only then the lease released (the safety promise).
 
 import (
 	"context"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -27,33 +24,14 @@ const releaseTimeout = 10 * time.Second
 
 // heldRun is one run of COMMAND under an acquired lease. Use: run, once.
 type heldRun struct {
-	log           hclog.Logger
-	o             *Options
-	l             *lease.Lease
-	renewInterval time.Duration
-	sd            *notifier
-	sigs          <-chan os.Signal
-	hs            *headStart
-	events        *eventWatch // nil without --scheduled-events
-	mon           *runMonitor
+	*invocation
+	l *lease.Lease
 
 	env        []string
 	proc       *runner.Process
 	stopHealth context.CancelFunc
 
-	// What happened while COMMAND ran; each is set at most once.
-	lost      *lease.LostError
-	unhealthy *runner.UnhealthyError
-	stepped   *imds.Event // the scheduled event this run stepped down for
-}
-
-// stopCause is a reason to stop COMMAND, as reported to the event loop:
-// leadership lost, the health check failed, or a scheduled event concerns
-// this VM. Each source reports once.
-type stopCause struct {
-	lost      bool        // the keeper closed Lost
-	unhealthy error       // what the health check reported
-	event     *imds.Event // the event to step down for
+	happened // while COMMAND ran: lost, unhealthy, steppedDown, each set at most once
 }
 
 // run keeps the lease, runs COMMAND, stops it when leadership is lost or
@@ -64,21 +42,21 @@ func (h *heldRun) run(ctx context.Context) error {
 	defer stopKeep()
 	h.l.Keep(keepCtx)
 	defer h.release() // before stopKeep: the keeper renews until the release
-	h.sd.leading(2 * h.renewInterval)
+	h.sd.leading(2 * h.elector.Config().RenewInterval)
 	h.sd.status(fmt.Sprintf("leader: term %d since %s", h.l.Term, h.l.AcquiredAt.UTC().Format(time.RFC3339)))
 	h.log.Info("acquired lease", "lease", h.l.Name, "term", h.l.Term, "identity", h.l.Identity)
 
 	if err := h.start(ctx); err != nil {
 		return err
 	}
-	causes, endWatch, err := h.watch(ctx)
+	health, events, endWatch, err := h.watch(ctx)
 	if err != nil {
 		// The health flags were validated with the others: only a bug gets here.
 		h.proc.Stop(h.l.StopBudget)
 		<-h.proc.Done()
 		return exit.With(exit.Internal, err)
 	}
-	h.loop(causes)
+	h.loop(health, events)
 	endWatch()
 	return h.finish(ctx)
 }
@@ -116,49 +94,30 @@ func (h *heldRun) start(ctx context.Context) error {
 	return nil
 }
 
-// watch starts the health check and returns the channel on which the lost
-// lease and a failed check are reported at most once each, a scheduled
-// event for this VM whenever it is due sooner than before (watchEvents). end
-// stops the watch and returns once no check runs any more.
-func (h *heldRun) watch(ctx context.Context) (causes <-chan stopCause, end func(), err error) {
+// watch starts the health check, which reports a failure and closes its
+// channel once stopped, and with --scheduled-events watchEvents. end stops
+// both and returns once no check runs any more.
+func (h *heldRun) watch(ctx context.Context) (health <-chan error, events <-chan imds.Event, end func(), err error) {
 	hctx, stopHealth := context.WithCancel(ctx)
 	hc := h.o.Health
 	hc.Env, hc.Logger = h.env, h.log
-	health, err := runner.StartHealth(hctx, hc)
-	if err != nil {
+	if health, err = runner.StartHealth(hctx, hc); err != nil {
 		stopHealth()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	h.stopHealth = stopHealth
-	ch := make(chan stopCause, 2)
-	// Not ended with ctx: a lost lease must reach the loop whatever ends
-	// ctx (which ends the keeper, and so closes Lost).
-	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	report := func(c stopCause) {
-		select {
-		case ch <- c:
-		case <-wctx.Done(): // the loop is over
-		}
-	}
+	evs := make(chan imds.Event)
+	// Not ended with ctx: the loop runs until COMMAND has exited.
+	wctx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-h.l.Lost():
-			report(stopCause{lost: true})
-		case <-wctx.Done():
-		}
-	})
-	wg.Go(func() {
-		for err := range health { // closed when the check has stopped
-			report(stopCause{unhealthy: err})
-		}
-	})
 	if h.events != nil {
-		wg.Go(func() { h.watchEvents(wctx, report) })
+		wg.Go(func() { h.watchEvents(wctx, evs) })
 	}
-	return ch, func() {
-		stopWatch()
+	return health, evs, func() {
+		stopEvents()
 		stopHealth()
+		for range health { // drained: closed once no check runs any more
+		}
 		wg.Wait()
 	}, nil
 }
@@ -171,10 +130,10 @@ const eventRecheck = time.Second
 // watchEvents reports the scheduled event that concerns this VM when one
 // appears, and again whenever the pending event may start sooner than the
 // one reported last, until ctx ends.
-func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
+func (h *heldRun) watchEvents(ctx context.Context, out chan<- imds.Event) {
 	var last time.Time // StartsBy of the event reported last; zero: none
 	for {
-		wake := h.events.appeared() // at once if one is pending already
+		wake := h.events.Appeared() // at once if one is pending already
 		if !last.IsZero() {
 			wake = nil // reported: look again every eventRecheck
 		}
@@ -184,22 +143,26 @@ func (h *heldRun) watchEvents(ctx context.Context, report func(stopCause)) {
 		case <-ctx.Done():
 			return
 		}
-		ev, ok := h.events.pending()
+		ev, ok := h.events.Pending()
 		if !ok {
 			continue // gone again: wait for the next one
 		}
 		if by := ev.StartsBy(time.Now()); last.IsZero() || by.Before(last) {
 			last = by
-			report(stopCause{event: &ev})
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
 
-// loop handles what happens while COMMAND runs, until it has exited:
-// outside signals are forwarded, renewals move the guard's kill deadline,
-// and a lost lease, a failed health check or a scheduled event for this VM
-// stops COMMAND.
-func (h *heldRun) loop(causes <-chan stopCause) {
+// loop handles what happens until COMMAND has exited: outside signals are
+// forwarded, renewals move the guard's kill deadline, and a lost lease, a
+// failed health check or a scheduled event for this VM stops COMMAND.
+func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
+	lost := h.l.Lost()
 	for {
 		select {
 		case s := <-h.sigs:
@@ -213,15 +176,17 @@ func (h *heldRun) loop(causes <-chan stopCause) {
 				h.log.Warn("could not hand the kill deadline to the guard", "error", err)
 			}
 			h.sd.renewed()
-		case c := <-causes:
-			switch {
-			case c.lost:
-				h.stopLost()
-			case c.event != nil:
-				h.stepDown(*c.event)
-			default:
-				h.stopUnhealthy(c.unhealthy)
+		case <-lost:
+			lost = nil // closed: once is enough
+			h.stopLost()
+		case err, ok := <-health:
+			if !ok {
+				health = nil // the check has stopped
+				continue
 			}
+			h.stopUnhealthy(err)
+		case ev := <-events:
+			h.stepDown(ev)
 		case <-h.proc.Done():
 			return
 		}
@@ -249,7 +214,7 @@ func (h *heldRun) stopLost() {
 // stopUnhealthy stops COMMAND because its health check failed, unless
 // leadership was lost first (COMMAND is already being stopped for that).
 func (h *heldRun) stopUnhealthy(err error) {
-	if h.lost != nil || h.stepped != nil {
+	if h.lost != nil || h.steppedDown != nil {
 		return
 	}
 	if !errors.As(err, &h.unhealthy) {
@@ -264,22 +229,19 @@ func (h *heldRun) stopUnhealthy(err error) {
 }
 
 // stepDown stops COMMAND because a scheduled event concerns this VM, as an
-// outside stop request would: the stop signal now, SIGKILL after
-// --kill-grace but no later than stepDownMargin before the event may start
-// (see stepDownKillBy). The keeper renews meanwhile, and the lease is
-// released once COMMAND has exited. If leadership was lost or the health
-// check failed first, COMMAND is already being stopped for that: the event
-// only brings SIGKILL forward if it is due sooner.
+// outside stop request would: the stop signal now, SIGKILL at
+// stepDownKillBy; the keeper renews until the release. If leadership was
+// lost or the health check failed first, COMMAND is already being stopped
+// for that: the event only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
 	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.KillGrace))
-	if h.stepped != nil {
-		// The event moved sooner: only SIGKILL comes forward.
+	if h.steppedDown != nil {
 		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
 		h.proc.Stop(grace)
 		return
 	}
 	if h.lost == nil && h.unhealthy == nil {
-		h.stepped = &ev
+		h.steppedDown = &ev
 		h.stopHealth()
 		h.log.Info("stepping down: stopping the command before the scheduled event",
 			"signal", signalName(h.o.StopSignal), "sigkill_in", max(grace, 0).Round(time.Millisecond))
@@ -295,16 +257,16 @@ func (h *heldRun) stepDown(ev imds.Event) {
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
-	hap := happened{lease: h.l.Name, lost: h.lost, unhealthy: h.unhealthy, steppedDown: h.stepped, result: h.proc.Result()}
+	hap := h.happened
+	hap.lease, hap.result = h.l.Name, h.proc.Result()
 	if hap.lost == nil {
 		// The loop may have seen COMMAND's end first.
 		select {
 		case <-h.l.Lost():
 			hap.lost = h.l.LostErr()
 		default:
-			// A leaderrun that was stopped or starved wakes to find that the
-			// guard has killed COMMAND at the deadline, before its keeper
-			// has had a turn.
+			// Stopped or starved, leaderrun may wake to find that the guard
+			// killed COMMAND at the deadline before its keeper had a turn.
 			hap.pastKillDeadline = !time.Now().Before(h.l.KillBy())
 		}
 	}

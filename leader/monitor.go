@@ -36,9 +36,8 @@ func newRunMonitor(log hclog.Logger, o *Options) *runMonitor {
 	return &runMonitor{log: log, lease: o.Client.Name(), metricsFile: o.MetricsFile, pinger: o.Pinger}
 }
 
-// invoked: this invocation did not run COMMAND (skipped, or the lease
-// held): no ping, so that silence means nobody ran; the textfile records
-// the invocation.
+// invoked: this invocation ran nothing (skipped, or the lease held): no
+// ping, so that silence means nobody ran; the textfile records it.
 func (m *runMonitor) invoked() {
 	m.write(monitor.Run{Invocation: time.Now()})
 }
@@ -52,9 +51,8 @@ func (m *runMonitor) started(l *lease.Lease) {
 	m.write(monitor.Run{Invocation: m.start, Start: m.start, Running: true})
 }
 
-// ended: COMMAND's run is over; code is what leaderrun exits with. The
-// ping goes out in the background: the stop and the release never wait
-// for it.
+// ended: COMMAND's run is over; code is what leaderrun exits with. The ping
+// goes out in the background: the stop and the release never wait for it.
 func (m *runMonitor) ended(l *lease.Lease, code int) {
 	end := time.Now()
 	if m.pinger != nil {

@@ -4,6 +4,7 @@ package leader
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,11 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// notifier reports to systemd when leaderrun runs under it (NOTIFY_SOCKET is
-// set): READY=1 at start, STATUS= lines as leadership changes, and, when
-// WATCHDOG_USEC is set, WATCHDOG=1 only while the lease is being renewed, so
-// a wedged keeper gets the unit restarted. Without NOTIFY_SOCKET it does
-// nothing.
+// notifier reports to systemd when NOTIFY_SOCKET is set, and otherwise does
+// nothing: READY=1 at start, STATUS= lines as leadership changes, and with
+// WATCHDOG_USEC, WATCHDOG=1 only while the lease is being renewed, so a
+// wedged keeper gets the unit restarted.
 type notifier struct {
 	log      hclog.Logger
 	enabled  bool
@@ -26,6 +26,7 @@ type notifier struct {
 	lastOK time.Time     // last successful renewal, monotonic
 	maxAge time.Duration // 0: ping without condition (waiting)
 	stop   chan struct{}
+	closed sync.Once
 }
 
 // notifyEnv are the variables that address systemd; they are removed from
@@ -39,10 +40,9 @@ func newNotifier(log hclog.Logger) *notifier {
 		return n
 	}
 	n.enabled = true
-	if d, err := daemon.SdWatchdogEnabled(false); err != nil {
+	var err error
+	if n.watchdog, err = daemon.SdWatchdogEnabled(false); err != nil { // 0 then
 		n.log.Warn("ignoring WATCHDOG_USEC", "error", err)
-	} else {
-		n.watchdog = d
 	}
 	return n
 }
@@ -60,13 +60,10 @@ func (n *notifier) status(format string) {
 	n.send("STATUS=" + strings.ReplaceAll(format, "\n", " "))
 }
 
-// waiting makes the watchdog ping on every tick: a follower has no renewals,
-// and its polls give up by themselves (exit 69) when storage is unreachable.
-func (n *notifier) waiting() {
-	n.mu.Lock()
-	n.lastOK, n.maxAge = time.Time{}, 0
-	n.mu.Unlock()
-}
+// waiting makes the watchdog ping on every tick (maxAge 0): a follower has
+// no renewals, and its polls give up by themselves (exit 69) when storage is
+// unreachable.
+func (n *notifier) waiting() { n.leading(0) }
 
 // leading makes the watchdog ping only while the last successful renewal
 // (or the acquisition) is younger than maxAge.
@@ -76,7 +73,6 @@ func (n *notifier) leading(maxAge time.Duration) {
 	n.mu.Unlock()
 }
 
-// renewed records a successful renewal.
 func (n *notifier) renewed() {
 	n.mu.Lock()
 	n.lastOK = time.Now()
@@ -115,25 +111,12 @@ func (n *notifier) start() {
 	}()
 }
 
-func (n *notifier) close() {
-	select {
-	case <-n.stop:
-	default:
-		close(n.stop)
-	}
-}
+func (n *notifier) close() { n.closed.Do(func() { close(n.stop) }) }
 
 // withoutNotify returns env without the variables that address systemd.
 func withoutNotify(env []string) []string {
-	out := env[:0:0]
-next:
-	for _, kv := range env {
-		for _, k := range notifyEnv {
-			if strings.HasPrefix(kv, k+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, ok := strings.Cut(kv, "=")
+		return ok && slices.Contains(notifyEnv, k)
+	})
 }

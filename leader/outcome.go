@@ -1,8 +1,7 @@
 package leader
 
-// How a held run ended: the pure decision of leaderrun's exit status, its
-// log line and whether the run's end is recorded, from what happened while
-// COMMAND ran.
+// How a held run ended: from what happened while COMMAND ran, the pure
+// decision of the exit status, its log line and whether the end is recorded.
 
 import (
 	"errors"
@@ -14,51 +13,29 @@ import (
 	"github.com/leaderrun/leaderrun/runner"
 )
 
-// outcomeKind is how a held run ended. A new way for leadership to end
-// while COMMAND runs is a new kind here, with its input in happened and its case in
-// decideOutcome, as outcomeSteppedDown is.
-type outcomeKind int
+// outcomeKind is how a held run ended. A new way for leadership to end is a
+// new kind, with its input in happened and its case in decideOutcome.
+type outcomeKind string
 
 const (
-	outcomeExited      outcomeKind = iota // COMMAND exited by itself: its own status
-	outcomeSignalled                      // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
-	outcomeLost                           // leadership was lost; COMMAND was stopped: 76
-	outcomeUnhealthy                      // the health check failed; COMMAND was stopped: 77
-	outcomeSteppedDown                    // a scheduled event concerns this VM; COMMAND was stopped: 76
+	outcomeExited      outcomeKind = "exited"       // COMMAND exited by itself: its own status
+	outcomeSignalled   outcomeKind = "signalled"    // a signal leaderrun did not send because of leadership ended COMMAND: 128+N
+	outcomeLost        outcomeKind = "lost"         // leadership was lost; COMMAND was stopped: 76
+	outcomeUnhealthy   outcomeKind = "unhealthy"    // the health check failed; COMMAND was stopped: 77
+	outcomeSteppedDown outcomeKind = "stepped down" // a scheduled event concerns this VM; COMMAND was stopped: 76
 )
-
-func (k outcomeKind) String() string {
-	switch k {
-	case outcomeExited:
-		return "exited"
-	case outcomeSignalled:
-		return "signalled"
-	case outcomeLost:
-		return "lost"
-	case outcomeUnhealthy:
-		return "unhealthy"
-	case outcomeSteppedDown:
-		return "stepped down"
-	}
-	return fmt.Sprintf("outcomeKind(%d)", int(k))
-}
 
 // happened is what a held run saw by the time COMMAND had exited.
 type happened struct {
-	lease string // the lease name, for the message
-	// lost is set when the keeper said leadership was lost.
-	lost *lease.LostError
-	// unhealthy is set when the health check failed first (a failure
-	// reported after leadership was lost is not one).
-	unhealthy *runner.UnhealthyError
-	// pastKillDeadline: COMMAND was found ended at or after the kill
-	// deadline with no renewal since, before the keeper had said anything
-	// (leaderrun was stopped or starved, and the guard killed COMMAND).
+	lease     string                 // the lease name, for the message
+	lost      *lease.LostError       // the keeper said leadership was lost
+	unhealthy *runner.UnhealthyError // the health check failed first (not after a loss)
+	// pastKillDeadline: COMMAND ended at or after the kill deadline with no
+	// renewal since, before the keeper said anything (leaderrun was stopped
+	// or starved, and the guard killed COMMAND).
 	pastKillDeadline bool
-	// steppedDown is set when a scheduled event for this VM made the run
-	// step down, before leadership was lost or the health check failed.
-	steppedDown *imds.Event
-	result      runner.Result // how COMMAND ended
+	steppedDown      *imds.Event   // the event the run stepped down for, before a loss or a failed check
+	result           runner.Result // how COMMAND ended
 }
 
 // outcome is decideOutcome's answer.
@@ -92,14 +69,14 @@ func decideOutcome(h happened) outcome {
 				h.unhealthy.Failures, h.unhealthy.Last)}
 	case lost != nil && h.steppedDown != nil:
 		return outcome{kind: outcomeLost, code: exit.Lost,
-			err: fmt.Errorf("leadership of %q was lost while stepping down for scheduled event %s (%v); the command was stopped",
+			err: fmt.Errorf("leadership of %q was lost while stepping down for %s (%v); the command was stopped",
 				h.lease, eventText(*h.steppedDown), lost.Reason)}
 	case lost != nil:
 		return outcome{kind: outcomeLost, code: exit.Lost,
 			err: fmt.Errorf("leadership of %q was lost while the command ran (%v); the command was stopped", h.lease, lost.Reason)}
 	case h.steppedDown != nil:
 		return outcome{kind: outcomeSteppedDown, code: exit.Lost, recordEnd: true,
-			err: fmt.Errorf("stepped down as leader of %q before scheduled event %s; the command was stopped and the lease released",
+			err: fmt.Errorf("stepped down as leader of %q before %s; the command was stopped and the lease released",
 				h.lease, eventText(*h.steppedDown))}
 	case h.result.Signal != 0:
 		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}
@@ -107,8 +84,7 @@ func decideOutcome(h happened) outcome {
 	return outcome{kind: outcomeExited, code: code, recordEnd: true}
 }
 
-// exitErr is the error Run returns for o: nil for a run that
-// succeeded.
+// exitErr is the error Run returns for o: nil for a run that succeeded.
 func (o outcome) exitErr() error {
 	if o.code == exit.OK && o.err == nil {
 		return nil

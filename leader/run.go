@@ -1,10 +1,10 @@
 package leader
 
-// A run: its options, and Run, which looks COMMAND up, waits for the
-// lease, holds it while COMMAND runs and releases it.
+// A run: its options, and Run, the whole flow of one run.
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/imds"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/monitor"
 	"github.com/leaderrun/leaderrun/runner"
@@ -56,12 +57,23 @@ type Options struct {
 	MetricsFile string          // "": no metrics file
 }
 
+// invocation is what the wait (wait.go) and the held run (held.go) share.
+type invocation struct {
+	log     hclog.Logger
+	o       *Options
+	elector *lease.Elector
+	sd      *notifier
+	sigs    <-chan os.Signal
+	hs      *headStart
+	events  *imds.Watcher // nil without --scheduled-events
+	mon     *runMonitor
+}
+
 // Run waits for the lease, runs COMMAND while holding it, stops COMMAND
 // before the lease could pass to anyone else, and releases the lease after
-// COMMAND has exited. It returns nil or an error carrying the exit status
-// (exit.Code). COMMAND is looked up before storage is touched: one that
-// cannot be run exits 127 or 126 with nothing created, acquired or
-// recorded.
+// COMMAND has exited; it returns nil or an error carrying the exit status
+// (exit.Code). A COMMAND that cannot be run exits 127 or 126 before storage
+// is touched: nothing is created, acquired or recorded.
 func Run(ctx context.Context, o Options) error {
 	log := o.Lease.Logger
 	if log == nil {
@@ -77,29 +89,23 @@ func Run(ctx context.Context, o Options) error {
 		return StorageExit(err)
 	}
 	if err := runner.Lookup(o.Argv[0]); err != nil {
-		return execExit(err, o.Client.Name())
+		return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.Client.Name()))
 	}
 	mon := newRunMonitor(log, &o)
 	sd := newNotifier(log)
 	sd.status("acquiring lease " + o.Client.Name())
 	sd.start()
 	defer sd.close()
-	events, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
+	events, stopEvents, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
 	if err != nil {
 		return err
 	}
-	defer events.close()
-	events.awaitFirstAnswer(ctx, log)
+	defer stopEvents()
 
-	hs := &headStart{log: log, cfg: runner.Config{
-		Argv:       o.Argv,
-		StopSignal: o.StopSignal,
-		KillGrace:  o.KillGrace,
-		Logger:     log,
-	}}
+	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.KillGrace, Logger: log}}
 	defer hs.discard()
-	w := &wait{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events}
-	l, err := w.forLease(ctx)
+	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	l, err := inv.forLease(ctx)
 	if err != nil {
 		if code, ok := exit.Code(err); ok && code == o.ConflictCode {
 			mon.invoked() // held by another host: nothing ran here
@@ -110,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 		mon.invoked()
 		return nil // skipped
 	}
-	h := &heldRun{log: log, o: &o, l: l, renewInterval: elector.Config().RenewInterval, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	h := &heldRun{invocation: inv, l: l}
 	err = h.run(ctx) // the lease is released when it returns
 	mon.wait()
 	return err

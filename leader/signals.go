@@ -5,6 +5,7 @@ package leader
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -13,19 +14,13 @@ import (
 
 // outsideSignals are the signals a run handles: the terminating ones ask
 // COMMAND to stop (and end a wait); the others are forwarded as they are.
-var outsideSignals = []os.Signal{
-	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
-}
+var (
+	terminatingSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
+	outsideSignals     = append(terminatingSignals, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+)
 
 // terminating reports whether sig asks leaderrun to stop.
-func terminating(sig os.Signal) bool {
-	switch sig {
-	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
-		return true
-	}
-	return false
-}
+func terminating(sig os.Signal) bool { return slices.Contains(terminatingSignals, sig) }
 
 // signalName is a signal's name as the shell spells it (SIGTERM).
 func signalName(sig syscall.Signal) string {

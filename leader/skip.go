@@ -25,15 +25,16 @@ func (l leaseSchedule) String() string { return l.s.String() }
 
 func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
 	d := l.s.Decide(now, created, last, l.deadline)
+	reason := lease.SkipNotDue
 	switch d.Verdict {
 	case schedule.Run:
 		return d.Occurrence, nil
 	case schedule.Started:
-		return d.Occurrence, &lease.SkipError{Reason: lease.SkipStarted, Occurrence: d.Occurrence}
+		reason = lease.SkipStarted
 	case schedule.Missed:
-		return d.Occurrence, &lease.SkipError{Reason: lease.SkipMissed, Occurrence: d.Occurrence}
+		reason = lease.SkipMissed
 	}
-	return d.Occurrence, &lease.SkipError{Reason: lease.SkipNotDue, Occurrence: d.Occurrence}
+	return d.Occurrence, &lease.SkipError{Reason: reason, Occurrence: d.Occurrence}
 }
 
 // leaseSchedule is WaitOptions.Schedule: nil without --schedule.

@@ -8,47 +8,24 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"syscall"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
-// wait is the wait for the lease: the acquire, what a waiting follower
-// reports, and a terminating signal that ends it.
-type wait struct {
-	log     hclog.Logger
-	o       *Options
-	elector *lease.Elector
-	sd      *notifier
-	sigs    <-chan os.Signal
-	hs      *headStart
-	events  *eventWatch // nil without --scheduled-events
-}
-
 // splay waits a random time in [0, d) before the first request, so that a
 // fleet whose clocks start it in the same second spreads out. It reports
 // false if ctx ended first (a terminating signal).
-func (w *wait) splay(ctx context.Context, d time.Duration) bool {
+func (inv *invocation) splay(ctx context.Context, d time.Duration) bool {
 	wait := rand.N(d)
-	w.log.Debug("splay: waiting before the first request", "wait", wait)
-	return !waitOrDone(ctx, wait)
-}
-
-// waitOrDone waits d, or less if ctx ends first, and reports whether ctx
-// ended.
-func waitOrDone(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	inv.log.Debug("splay: waiting before the first request", "wait", wait)
 	select {
 	case <-ctx.Done():
-		return true
-	case <-t.C:
 		return false
+	case <-time.After(wait):
+		return true
 	}
 }
 
@@ -56,8 +33,8 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 // It returns a nil lease when the run is skipped (--once-per, --once,
 // --once-per-host, --schedule). While a scheduled event concerns this VM
 // (--scheduled-events) it does not acquire.
-func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
-	log, o, sd, hs, name := w.log, w.o, w.sd, w.hs, w.o.Client.Name()
+func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
+	log, o, sd, hs, name := inv.log, inv.o, inv.sd, inv.hs, inv.o.Client.Name()
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	var waitSig syscall.Signal
 	waitDone := make(chan struct{})
@@ -65,7 +42,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		defer close(waitDone)
 		for {
 			select {
-			case s := <-w.sigs:
+			case s := <-inv.sigs:
 				if terminating(s) {
 					waitSig = s.(syscall.Signal)
 					cancelWait()
@@ -77,7 +54,14 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 			}
 		}
 	}()
-	if o.Splay > 0 && !w.splay(waitCtx, o.Splay) {
+	// waiting reports a wait (held, or held back) until the next try.
+	waiting := func(status, key, value string) {
+		hs.discard()
+		log.Info("waiting for the lease", "lease", name, key, value)
+		sd.waiting()
+		sd.status("waiting: " + status)
+	}
+	if o.Splay > 0 && !inv.splay(waitCtx, o.Splay) {
 		cancelWait()
 		<-waitDone
 		if waitSig == 0 {
@@ -85,7 +69,7 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		}
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
-	l, err := w.elector.Acquire(waitCtx, lease.WaitOptions{
+	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
 		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
 		// losing contender need not read who holds the lease.
@@ -101,21 +85,13 @@ func (w *wait) forLease(ctx context.Context) (*lease.Lease, error) {
 		Schedule:       o.leaseSchedule(),
 		OnTry:          hs.prepare,
 		OnWait: func(p *lease.Properties) {
-			hs.discard()
-			held := &lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}
-			log.Info("waiting for the lease", "lease", name, "holder", heldText(held, o.Lease.Identity))
-			sd.waiting()
-			sd.status("waiting: held by " + heldText(held, o.Lease.Identity))
+			held := heldText(&lease.HeldError{Holder: p.Holder, Since: p.AcquiredAt, Term: p.Term, Stale: lease.StaleHolder(p)}, o.Lease.Identity)
+			waiting("held by "+held, "holder", held)
 		},
 		// Held back by a scheduled event for this VM (events.go), or by a
 		// pause (`leaderrun pause`, checked inside lease).
-		Hold: w.events.holdFunc(),
-		OnHold: func(reason string) {
-			hs.discard()
-			log.Info("waiting for the lease", "lease", name, "reason", reason)
-			sd.waiting()
-			sd.status("waiting: " + reason)
-		},
+		Hold:   holdFunc(inv.events),
+		OnHold: func(reason string) { waiting(reason, "reason", reason) },
 	})
 	cancelWait()
 	<-waitDone

@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,8 +32,7 @@ const (
 	EventFail    Event = "fail"
 )
 
-// Pinger sends one run's pings. The zero of its fields is not usable: make
-// it with NewPinger.
+// Pinger sends one run's pings; make it with NewPinger.
 type Pinger struct {
 	base     *url.URL // healthchecks.io's protocol: base, base/start, base/<code>
 	template string   // or a template with {event}, {code} and {rid}
@@ -41,7 +40,7 @@ type Pinger struct {
 	client   *http.Client
 	log      hclog.Logger
 	wg       sync.WaitGroup
-	warnOnce sync.Once
+	warned   atomic.Bool // the one WARNING was logged
 }
 
 // NewPinger checks the ping URL (healthchecks.io's protocol) or template
@@ -109,12 +108,10 @@ func (p *Pinger) Wait(d time.Duration) bool {
 		p.wg.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-time.After(d):
 		return false
 	}
 }
@@ -166,21 +163,16 @@ func (p *Pinger) send(ev Event, code int, body string) {
 		}
 		// One WARNING a run: the monitor that missed the start misses the
 		// end too, and says so itself.
-		warned := false
-		p.warnOnce.Do(func() {
-			warned = true
+		if !p.warned.Swap(true) {
 			p.log.Warn("could not ping the monitor; leaderrun's exit status is unchanged", "event", ev, "to", where(target), "error", err)
-		})
-		if !warned {
+		} else {
 			p.log.Debug("could not ping the monitor", "event", ev, "to", where(target), "error", err)
 		}
 	})
 }
 
 func (p *Pinger) post(target, body string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), PingTryTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(body)) // the client cuts it at PingTryTimeout
 	if err != nil {
 		return fmt.Errorf("bad request")
 	}

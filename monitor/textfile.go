@@ -77,24 +77,22 @@ func WriteTextfile(path string, r Run) error {
 			return fmt.Errorf("metrics file: %w", err)
 		}
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("metrics file: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing is there
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("metrics file: %w", err)
+	_, err = tmp.Write(buf.Bytes())
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("metrics file: %w", err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("metrics file: %w", err)
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
 		return fmt.Errorf("metrics file: %w", err)
 	}
 	return nil
@@ -115,11 +113,7 @@ func previous(path, lease string) map[string]float64 {
 		return values
 	}
 	for _, g := range gauges {
-		mf := families[g.name]
-		if mf == nil {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
+		for _, m := range families[g.name].GetMetric() { // none for an absent family
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "lease" && l.GetValue() == lease && m.GetGauge() != nil {
 					values[g.name] = m.GetGauge().GetValue()

@@ -23,9 +23,8 @@ type Schedule struct {
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// Parse parses a schedule: five fields or a descriptor, optionally after
-// CRON_TZ=Zone (default UTC). @every is refused: it has no occurrences of
-// its own, only intervals from when it was read.
+// Parse parses a schedule (see the package comment). @every is refused: it
+// has no occurrences of its own, only intervals from when it was read.
 func Parse(spec string) (*Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	body := spec
@@ -50,13 +49,7 @@ func Parse(spec string) (*Schedule, error) {
 func (s *Schedule) String() string { return s.spec }
 
 // Next is the first occurrence after t (zero if none within five years).
-func (s *Schedule) Next(t time.Time) time.Time {
-	n := s.s.Next(t)
-	if n.IsZero() {
-		return n
-	}
-	return n.UTC()
-}
+func (s *Schedule) Next(t time.Time) time.Time { return s.s.Next(t).UTC() }
 
 // maxLookback bounds the search for the latest occurrence: a schedule
 // whose latest occurrence is older (a 29 February that is years away) has
@@ -85,28 +78,14 @@ func (s *Schedule) Latest(now time.Time) time.Time {
 }
 
 // Verdict is what an invocation does about the latest occurrence.
-type Verdict int
+type Verdict string
 
 const (
-	Run     Verdict = iota // due: run it now
-	NotDue                 // no occurrence yet (none, or none since the lease blob was made)
-	Started                // the latest occurrence was already started, by anyone
-	Missed                 // the latest occurrence never started and is past the deadline
+	Run     Verdict = "run"     // due: run it now
+	NotDue  Verdict = "not due" // no occurrence yet (none, or none since the lease blob was made)
+	Started Verdict = "started" // the latest occurrence was already started, by anyone
+	Missed  Verdict = "missed"  // the latest occurrence never started and is past the deadline
 )
-
-func (v Verdict) String() string {
-	switch v {
-	case Run:
-		return "run"
-	case NotDue:
-		return "not due"
-	case Started:
-		return "started"
-	case Missed:
-		return "missed"
-	}
-	return fmt.Sprintf("Verdict(%d)", int(v))
-}
 
 // Decision is a verdict on one occurrence.
 type Decision struct {
