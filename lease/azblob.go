@@ -166,14 +166,8 @@ func (a *azBlob) getProperties(ctx context.Context) (blobProps, error) {
 	if err != nil {
 		return blobProps{}, a.c.fail("get properties", err)
 	}
-	p := blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata)}
-	if r.LeaseState != nil {
-		p.LeaseState = string(*r.LeaseState)
-	}
-	if r.CreationTime != nil {
-		p.Created = r.CreationTime.UTC()
-	}
-	return p, nil
+	return blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata),
+		LeaseState: string(deref(r.LeaseState)), Created: deref(r.CreationTime).UTC()}, nil
 }
 
 // lowerKeys is metadata as the SDK reads it, with its names lowercased:
@@ -237,12 +231,14 @@ func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.
 func newAnswer(date *time.Time, etag *azcore.ETag) answer {
-	a := answer{LeaseTime: -1}
-	if date != nil {
-		a.Date = date.UTC()
+	return answer{Date: deref(date).UTC(), ETag: string(deref(etag)), LeaseTime: -1}
+}
+
+// deref is *p, or the zero value for nil: the SDK answers with pointers.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	if etag != nil {
-		a.ETag = string(*etag)
-	}
-	return a
+	return v
 }

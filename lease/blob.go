@@ -97,14 +97,20 @@ func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
 	if err != nil {
 		return nil, err
 	}
-	state := StateAvailable
-	if resp.LeaseState != "" {
-		state = State(resp.LeaseState)
-	}
-	p := newProperties(state, resp.Metadata, resp.Date)
+	p := PropertiesOf(State(resp.LeaseState), resp.Metadata, resp.Date)
 	p.etag = resp.ETag
 	p.Created = resp.Created
 	return p, nil
+}
+
+// PropertiesOf parses a blob's lease state and metadata as a container
+// listing returns them, the way Blob.Properties parses a read: keys are
+// lowercased, malformed values read as absent. date is the listing's Date.
+func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
+	if state == "" {
+		state = StateAvailable
+	}
+	return newProperties(state, md, date)
 }
 
 // BreakAtPeriodEnd, as Break's period, sends no break period: the service

@@ -90,9 +90,7 @@ func (c *Container) mapError(op string, err error) *StorageError {
 		default:
 			se.kind = kindPermanent
 		}
-		permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
-			bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
-		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se, permission))
+		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se))
 		return se
 	}
 
@@ -128,9 +126,9 @@ func (c *Container) mapError(op string, err error) *StorageError {
 	return se
 }
 
-// hint says what to do about an answer, where there is something to do;
-// permission is whether the service said the credential lacks a permission.
-func (c *Container) hint(se *StorageError, permission bool) string {
+// hint says what to do about an answer, where there is something to do.
+func (c *Container) hint(se *StorageError) string {
+	permission := lacksPermission(se)
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
 		switch c.auth {
@@ -155,6 +153,16 @@ func (c *Container) hint(se *StorageError, permission bool) string {
 		return "check the account name and the endpoint"
 	}
 	return ""
+}
+
+// lacksPermission: the service says the credential lacks a permission.
+func lacksPermission(se *StorageError) bool {
+	switch bloberror.Code(se.Code) {
+	case bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch,
+		bloberror.AuthorizationServiceMismatch:
+		return true
+	}
+	return false
 }
 
 var (

@@ -1,9 +1,7 @@
 // Doctor: `leaderrun doctor`'s checks. Each tries for real what a run will
 // need, on a scratch blob beside the lease (NAME~doctor-RANDOM, which
 // `list` does not show as a lease) that it deletes at the end, and says
-// what the service answered: the credential, the API version, the
-// account and the container's settings, each permission, the clock and the
-// round trip.
+// what the service answered.
 
 package lease
 
@@ -30,8 +28,7 @@ const (
 	CheckFailed  CheckStatus = "failed"  // something a run needs is refused
 )
 
-// Check is one line of doctor's report. Detail is one line and holds no
-// secret.
+// Check is one line of doctor's report. Detail holds no secret.
 type Check struct {
 	Name   string
 	Status CheckStatus
@@ -59,8 +56,8 @@ const (
 var checkOrder = []string{CheckCredential, CheckEndpoint, CheckVersion, CheckAccount, CheckContainer, CheckCreate,
 	CheckRead, CheckLease, CheckMetadata, CheckList, CheckDelete, CheckClock, CheckRoundTrip, CheckLeaseName}
 
-// DoctorConfig is what Doctor checks: the storage (Client, whose Blob is
-// the lease name, "" for none) and the timing a run would use.
+// DoctorConfig is what Doctor checks: the storage (Client.Blob is the lease
+// name, "" for none) and the timing a run would use.
 type DoctorConfig struct {
 	Client    ClientConfig
 	Duration  time.Duration // the lease duration; 0 means 15s
@@ -71,19 +68,18 @@ const (
 	doctorScratch = "doctor-"          // the scratch blob is NAME~doctor-RANDOM
 	doctorNoName  = "leaderrun-doctor" // NAME when none is given
 	doctorReads   = 10                 // reads timed for the round trip
-	// skewWarn: a clock further off than this from the service's is
-	// not kept in time (the Date header has whole seconds).
+	// skewWarn: a clock further off than this is not kept in time (the
+	// Date header has whole seconds).
 	skewWarn = 10 * time.Second
 )
 
-// Doctor tries every request a run makes on a scratch blob beside the lease
-// (created, leased, written, listed, deleted) and reports, one Check each,
-// what the service said. A configuration it cannot accept (names, duration,
-// endpoint, credentials) is a *ConfigError; whatever the storage answers,
-// or does not, is a Check. It leaves no blob behind unless deleting it is
-// refused, which the delete check says. With Microsoft Entra ID it listens
-// to the Azure SDK's log while it runs, to name the credential that
-// DefaultAzureCredential used: do not run two at once.
+// Doctor tries every request a run makes on the scratch blob (created,
+// leased, written, listed, deleted) and reports, one Check each, what the
+// service said. A configuration it cannot accept is a *ConfigError;
+// whatever the storage answers, or does not, is a Check. It leaves no blob
+// behind unless the delete is refused, which the delete check says. With
+// Microsoft Entra ID it listens to the Azure SDK's process-wide log to name
+// the credential DefaultAzureCredential used: do not run two at once.
 func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	lc, err := Config{Duration: cfg.Duration, KillGrace: cfg.KillGrace, Identity: doctorNoName}.withDefaults()
 	if err != nil {
@@ -171,14 +167,14 @@ type reply struct {
 // answered reports whether the service answered (a success or a refusal).
 func (r reply) answered() bool { return r.err == nil || r.err.StatusCode != 0 }
 
-// do sends one request, bounded by requestTimeout, and notes the clock and
-// the API version of its answer. op names it in errors.
-func (d *doctor) do(ctx context.Context, op string, f func(context.Context) error) reply {
+// send sends one of d's requests, bounded by requestTimeout, and notes the
+// clock and the API version of its answer. op names it in errors.
+func send[T any](ctx context.Context, d *doctor, op string, f func(context.Context) (T, error)) (T, reply) {
 	var raw *http.Response
 	rctx, cancel := context.WithTimeout(policy.WithCaptureResponse(ctx, &raw), requestTimeout)
 	defer cancel()
 	sent := time.Now()
-	err := f(rctx)
+	v, err := f(rctx)
 	r := reply{rtt: time.Since(sent)}
 	if err != nil {
 		r.err = d.c.mapError(op, err)
@@ -193,7 +189,7 @@ func (d *doctor) do(ctx context.Context, op string, f func(context.Context) erro
 			d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
 		}
 	}
-	return r
+	return v, r
 }
 
 func (d *doctor) run(ctx context.Context) {
@@ -219,11 +215,11 @@ func (d *doctor) run(ctx context.Context) {
 		d.remove(ctx)
 		d.containerWritten()
 	} else {
+		why := "no scratch blob"
 		if writable {
-			d.notTried("no scratch blob (create was refused)", CheckLease, CheckMetadata, CheckDelete)
-		} else {
-			d.notTried("no scratch blob", CheckLease, CheckMetadata, CheckDelete)
+			why += " (create was refused)"
 		}
+		d.notTried(why, CheckLease, CheckMetadata, CheckDelete)
 		d.list(ctx, false)
 	}
 	d.clock()
@@ -241,11 +237,11 @@ func (d *doctor) notTried(why string, checks ...string) {
 // says whether the credential is accepted and the API version understood.
 // It reports whether to go on.
 func (d *doctor) probe(ctx context.Context) bool {
-	r := d.do(ctx, "get properties", func(ctx context.Context) error { _, err := d.s.api.getProperties(ctx); return err })
+	_, r := send(ctx, d, "get properties", d.s.api.getProperties)
 	se := r.err
 	switch {
 	case se == nil || se.kind == kindBlobMissing || se.kind == kindContainerMissing:
-	case isVersionRefusal(se):
+	case se.setting == settingVersion:
 		d.set(CheckCredential, CheckWarning, "%s: not checked (the service refused the API version first)", d.credential())
 		d.set(CheckVersion, CheckFailed, "refused: %s", answerText(se))
 		return false

@@ -5,7 +5,6 @@
 package lease
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/google/uuid"
 )
 
@@ -26,28 +24,24 @@ import (
 // blob can be deleted).
 func (d *doctor) leaseAndMetadata(ctx context.Context) {
 	id := uuid.NewString()
-	var etag string
-	r := d.do(ctx, "acquire", func(ctx context.Context) error {
-		ans, err := d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
-		etag = ans.ETag
-		return err
+	acquired, r := send(ctx, d, "acquire", func(ctx context.Context) (answer, error) {
+		return d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
 	})
 	if r.err != nil {
 		d.set(CheckLease, CheckFailed, "acquire refused: %s", d.refusal(r.err, "write (w)"))
 		d.set(CheckMetadata, CheckWarning, "not tried: the lease was refused")
 		return
 	}
-	renew := d.do(ctx, "renew", func(ctx context.Context) error { _, err := d.s.api.renewLease(ctx, id); return err })
-	md := d.do(ctx, "set metadata", func(ctx context.Context) error {
-		_, err := d.s.api.setMetadata(ctx, id, etag, map[string]string{"doctor": "1"})
-		return err
+	_, renew := send(ctx, d, "renew", func(ctx context.Context) (answer, error) { return d.s.api.renewLease(ctx, id) })
+	_, md := send(ctx, d, "set metadata", func(ctx context.Context) (answer, error) {
+		return d.s.api.setMetadata(ctx, id, acquired.ETag, map[string]string{"doctor": "1"})
 	})
 	if md.err != nil {
 		d.set(CheckMetadata, CheckFailed, "refused: %s", d.refusal(md.err, "write (w)"))
 	} else {
 		d.set(CheckMetadata, CheckOK, "allowed (with the lease ID and If-Match, as a claim writes)")
 	}
-	rel := d.do(ctx, "release", func(ctx context.Context) error { _, err := d.s.api.releaseLease(ctx, id); return err })
+	_, rel := send(ctx, d, "release", func(ctx context.Context) (answer, error) { return d.s.api.releaseLease(ctx, id) })
 	switch {
 	case renew.err != nil:
 		d.set(CheckLease, CheckFailed, "acquire allowed, renew refused: %s", d.refusal(renew.err, "write (w)"))
@@ -57,19 +51,18 @@ func (d *doctor) leaseAndMetadata(ctx context.Context) {
 		d.set(CheckLease, CheckOK, "acquire (%s), renew and release allowed", d.cfg.Duration)
 	}
 	if rel.err != nil {
-		d.do(ctx, "break", func(ctx context.Context) error { _, err := d.s.api.breakLease(ctx, 0); return err })
+		send(ctx, d, "break", func(ctx context.Context) (answer, error) { return d.s.api.breakLease(ctx, 0) })
 	}
 }
 
 // list lists the scratch blob's name, as the slot poll, list, status and
 // completion list the lease's.
 func (d *doctor) list(ctx context.Context, created bool) {
-	var found bool
-	r := d.do(ctx, "list blobs", func(ctx context.Context) error {
+	blobs, r := send(ctx, d, "list blobs", func(ctx context.Context) ([]listedBlob, error) {
 		blobs, _, err := d.c.api.listBlobs(ctx, d.s.name, false)
-		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
-		return err
+		return blobs, err
 	})
+	found := slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
 	const who = "list, status's slots and pause, completion and runs with --slots above 1 need it"
 	switch {
 	case r.err != nil:
@@ -83,7 +76,7 @@ func (d *doctor) list(ctx context.Context, created bool) {
 
 // remove deletes the scratch blob.
 func (d *doctor) remove(ctx context.Context) {
-	r := d.do(ctx, "delete blob", func(ctx context.Context) error { _, err := d.s.api.deleteBlob(ctx); return err })
+	_, r := send(ctx, d, "delete blob", d.s.api.deleteBlob)
 	if r.err != nil && r.err.kind != kindBlobMissing {
 		d.set(CheckDelete, CheckWarning, "refused: %s; resume needs it, and the scratch blob %s is left behind: delete it with a credential that may",
 			d.refusal(r.err, "delete (d)"), d.s.URL())
@@ -117,12 +110,7 @@ func (d *doctor) leaseName(ctx context.Context) {
 	if d.name == "" {
 		return
 	}
-	var p *Properties
-	r := d.do(ctx, "get properties", func(ctx context.Context) error {
-		var err error
-		p, err = d.lease.getProperties(ctx)
-		return err
-	})
+	p, r := send(ctx, d, "get properties", d.lease.getProperties)
 	switch {
 	case r.err != nil:
 		d.set(CheckLeaseName, CheckWarning, "%s: cannot read it: %s", d.name, answerText(r.err))
@@ -145,19 +133,14 @@ func (d *doctor) leaseName(ctx context.Context) {
 // credential names the credential in use, and where it came from, without
 // any secret.
 func (d *doctor) credential() string {
-	cs := d.src.fromConnString
+	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[d.src.auth]
+	if d.src.fromConnString {
+		from = "AZURE_STORAGE_CONNECTION_STRING"
+	}
 	switch d.src.auth {
 	case authSharedKey:
-		from := "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY"
-		if cs {
-			from = "AZURE_STORAGE_CONNECTION_STRING"
-		}
 		return fmt.Sprintf("shared key of account %s, from %s", d.src.account, from)
 	case authSAS:
-		from := "AZURE_STORAGE_SAS_TOKEN"
-		if cs {
-			from = "AZURE_STORAGE_CONNECTION_STRING"
-		}
 		var parts []string
 		if sp := d.sas.Get("sp"); sp != "" {
 			parts = append(parts, "permissions "+sp)
@@ -246,15 +229,8 @@ func authRefused(se *StorageError) bool {
 
 // permissionRefused: the credential was accepted and lacks a permission.
 func permissionRefused(se *StorageError) bool {
-	switch bloberror.Code(se.Code) {
-	case bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch,
-		bloberror.AuthorizationServiceMismatch:
-		return se.StatusCode == http.StatusForbidden
-	}
-	return false
+	return se.StatusCode == http.StatusForbidden && lacksPermission(se)
 }
-
-func isVersionRefusal(se *StorageError) bool { return se.setting == settingVersion }
 
 // answerText is what the service answered, with the cause and the fix
 // when they are known; the sanitized failure when no answer came.
@@ -262,7 +238,7 @@ func answerText(se *StorageError) string {
 	if se.StatusCode == 0 {
 		return strings.TrimPrefix(se.Error(), "lease: ")
 	}
-	s := fmt.Sprintf("%d %s", se.StatusCode, cmp.Or(se.Code, http.StatusText(se.StatusCode)))
+	s := se.status()
 	if se.Hint != "" {
 		s += " (" + se.Hint + ")"
 	}
@@ -276,7 +252,7 @@ func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 	if !permissionRefused(se) {
 		return answerText(se)
 	}
-	what := fmt.Sprintf("%d %s", se.StatusCode, se.Code)
+	what := se.status()
 	switch d.src.auth {
 	case authSAS:
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)

@@ -14,12 +14,7 @@ import (
 
 // account reads Get Account Information: kind, SKU, hierarchical namespace.
 func (d *doctor) account(ctx context.Context) {
-	var ai accountInfo
-	r := d.do(ctx, "get account information", func(ctx context.Context) error {
-		var err error
-		ai, err = d.c.api.accountInfo(ctx)
-		return err
-	})
+	ai, r := send(ctx, d, "get account information", d.c.api.accountInfo)
 	if r.err != nil {
 		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
 		return
@@ -49,15 +44,10 @@ func nonEmpty(ss ...string) []string {
 // container is created, as a run would. It reports whether to go on, and
 // whether a scratch blob could be deleted again (writable).
 func (d *doctor) container(ctx context.Context) (usable, writable bool) {
-	var ci containerInfo
-	r := d.do(ctx, "get container properties", func(ctx context.Context) error {
-		var err error
-		ci, err = d.c.api.containerInfo(ctx)
-		return err
-	})
+	ci, r := send(ctx, d, "get container properties", d.c.api.containerInfo)
 	switch {
 	case r.err != nil && r.err.kind == kindContainerMissing:
-		c := d.do(ctx, "create container", func(ctx context.Context) error { _, err := d.s.api.createContainer(ctx); return err })
+		_, c := send(ctx, d, "create container", d.s.api.createContainer)
 		if c.err != nil && c.err.kind != kindExists {
 			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
 				d.c.name, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
@@ -97,7 +87,7 @@ func (d *doctor) containerWritten() {
 
 // create creates the scratch blob as a run creates a lease blob.
 func (d *doctor) create(ctx context.Context) bool {
-	r := d.do(ctx, "create blob", func(ctx context.Context) error { _, err := d.s.api.createBlob(ctx); return err })
+	_, r := send(ctx, d, "create blob", d.s.api.createBlob)
 	if r.err != nil {
 		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
 		return false
@@ -114,7 +104,7 @@ func (d *doctor) reads(ctx context.Context) {
 		refused *StorageError
 	)
 	for range doctorReads {
-		r := d.do(ctx, "get properties", func(ctx context.Context) error { _, err := d.s.api.getProperties(ctx); return err })
+		_, r := send(ctx, d, "get properties", d.s.api.getProperties)
 		switch {
 		case r.err == nil || r.err.kind == kindBlobMissing:
 			rtts = append(rtts, r.rtt)

@@ -1,10 +1,10 @@
 package lease
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -63,32 +63,26 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	var b strings.Builder
 	if e.Reason != "" {
 		return "lease: not acquired: " + e.Reason
 	}
-	b.WriteString(ErrHeld.Error())
+	s, sep := ErrHeld.Error(), ": "
 	if e.Stale {
-		b.WriteString(": not known yet (the metadata still names the previous term")
-		if e.Holder != "" {
-			fmt.Fprintf(&b, ", %s", e.Holder)
-		}
-		if e.Term != 0 {
-			fmt.Fprintf(&b, ", term %d", e.Term)
-		}
-		b.WriteString(", whose run has ended)")
-		return b.String()
+		s, sep = s+": not known yet (the metadata still names the previous term", ", "
 	}
 	if e.Holder != "" {
-		fmt.Fprintf(&b, ": %s", e.Holder)
+		s += sep + e.Holder
 	}
 	if e.Term != 0 {
-		fmt.Fprintf(&b, ", term %d", e.Term)
+		s += fmt.Sprintf(", term %d", e.Term)
+	}
+	if e.Stale {
+		return s + ", whose run has ended)"
 	}
 	if !e.Since.IsZero() {
-		fmt.Fprintf(&b, ", since %s", e.Since.UTC().Format(time.RFC3339))
+		s += ", since " + e.Since.UTC().Format(time.RFC3339)
 	}
-	return b.String()
+	return s
 }
 
 func (e *HeldError) Unwrap() error { return ErrHeld }
@@ -184,31 +178,24 @@ type StorageError struct {
 const noCredential = "no credential"
 
 func (e *StorageError) Error() string {
-	var b strings.Builder
-	b.WriteString("lease: ")
-	b.WriteString(e.Op)
+	what := cmp.Or(e.summary, "storage unreachable")
 	if e.StatusCode != 0 {
-		code := e.Code
-		if code == "" {
-			code = http.StatusText(e.StatusCode)
-		}
-		fmt.Fprintf(&b, ": storage answered %d %s", e.StatusCode, code)
-	} else if e.summary != "" {
-		b.WriteString(": ")
-		b.WriteString(e.summary)
-	} else {
-		b.WriteString(": storage unreachable")
+		what = "storage answered " + e.status()
 	}
+	s := "lease: " + e.Op + ": " + what
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
 	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
+		s += " (" + e.Hint + ")"
 	}
-	return b.String()
+	return s
+}
+
+// status is the answer's status and error code, or its status text
+// without a code.
+func (e *StorageError) status() string {
+	return fmt.Sprintf("%d %s", e.StatusCode, cmp.Or(e.Code, http.StatusText(e.StatusCode)))
 }
 
 // Unwrap returns the sanitized cause.
