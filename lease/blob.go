@@ -16,9 +16,8 @@ type Blob struct {
 	url  string // never with a query string
 	api  blobAPI
 
-	// marker is the lease's pause marker (names.go), which its slots
-	// share; nil for any other blob, and for the fakes of unit tests that
-	// do not test the pause.
+	// marker is the lease's pause marker (names.go), shared by its slots;
+	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
 }
 
@@ -113,22 +112,19 @@ func PropertiesOf(state State, md map[string]string, date time.Time) *Properties
 	return newProperties(state, md, date)
 }
 
-// BreakAtPeriodEnd, as Break's period, sends no break period: the service
-// then frees the lease when the holder's current lease period ends. That is
-// the bound the holder's stop deadline is built on, so the holder notices
-// (its next renewal is refused) and stops its child before anyone else can
-// acquire — whatever duration the metadata records, even between a new
-// holder's acquire and its claim.
+// BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees
+// the lease when the holder's current period ends, the bound its stop
+// deadline is built on, so the holder (its next renewal refused) stops its
+// child before anyone else can acquire, whatever duration the metadata
+// records, even between a new holder's acquire and its claim.
 const BreakAtPeriodEnd time.Duration = -1
 
-// BreakLease breaks the blob's lease, whoever holds it (no lease ID needed). With
-// BreakAtPeriodEnd the lease is free when the holder's current period ends
-// (the safe break). With a period (0–60 s, whole seconds) the service frees
-// it after the shorter of that period and what is left of the holder's:
-// shorter than the holder's lease, the old holder's child may still run
-// while a new holder starts; with period 0 the lease is broken at once. No
-// lease to break is an error wrapping ErrNotLeased.
-// It returns how long until the lease is broken, as the service reports it.
+// BreakLease breaks the blob's lease, whoever holds it, and returns how
+// long until it is broken, as the service says. With BreakAtPeriodEnd that
+// is when the holder's period ends (the safe break). With a period (0–60 s,
+// whole seconds) it is the shorter of that and what is left of the
+// holder's: the old holder's child may still run while a new holder starts;
+// 0 breaks it at once. No lease to break is an error wrapping ErrNotLeased.
 func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
 	if period != BreakAtPeriodEnd && (period < 0 || period > MaxDuration || period%time.Second != 0) {
 		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
@@ -158,8 +154,8 @@ func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Durat
 }
 
 // ensureBlob creates the container (when missing) and the zero-length lock
-// blob with If-None-Match: *, so that an existing blob is never overwritten.
-// Someone else creating either first is fine.
+// blob with If-None-Match: *, never overwriting one. Someone else creating
+// either first is fine.
 func (b *Blob) ensureBlob(ctx context.Context, containerMissing bool) error {
 	if containerMissing {
 		if _, err := b.api.createContainer(ctx); err == nil {

@@ -5,6 +5,7 @@
 package lease
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -64,16 +65,12 @@ func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Dur
 
 // withDefaults checks cfg and fills its defaults.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Duration == 0 {
-		cfg.Duration = DefaultDuration
-	}
+	cfg.Duration = cmp.Or(cfg.Duration, DefaultDuration)
 	d := cfg.Duration
 	if d < MinDuration || d > MaxDuration || d%time.Second != 0 {
 		return cfg, configErr("lease duration", "%s: want whole seconds from 15s to 60s (infinite leases are refused)", d)
 	}
-	if cfg.RenewInterval == 0 {
-		cfg.RenewInterval = d / 3
-	}
+	cfg.RenewInterval = cmp.Or(cfg.RenewInterval, d/3)
 	if cfg.RenewInterval < time.Second || cfg.RenewInterval > d/2 {
 		return cfg, configErr("renew interval", "%s: want at least 1s and at most half the lease duration (%s)", cfg.RenewInterval, d/2)
 	}
@@ -83,27 +80,21 @@ func (cfg Config) withDefaults() (Config, error) {
 	if window := d - killMargin - cfg.StopBudget() - cfg.RenewInterval; window < minRetryWindow {
 		return cfg, configErr("renew interval", "%s leaves %s for retries before the stop deadline: want at least %s", cfg.RenewInterval, window, minRetryWindow)
 	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	if cfg.PollInterval < minPollInterval {
 		return cfg, configErr("poll interval", "%s: want at least %s", cfg.PollInterval, minPollInterval)
 	}
 	if err := checkHeaderValue("identity", cfg.Identity, maxIdentityLen); err != nil {
 		return cfg, err
 	}
-	if cfg.Version == "" {
-		cfg.Version = "unknown"
-	}
+	cfg.Version = cmp.Or(cfg.Version, "unknown")
 	if err := checkHeaderValue("version", cfg.Version, 64); err != nil {
 		return cfg, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.Slots == 0 {
-		cfg.Slots = 1
-	}
+	cfg.Slots = cmp.Or(cfg.Slots, 1)
 	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
 		return cfg, configErr("slots", "%d: want 1 to %d", cfg.Slots, MaxSlots)
 	}

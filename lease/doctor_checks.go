@@ -5,6 +5,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -19,10 +20,7 @@ func (d *doctor) account(ctx context.Context) {
 		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
 		return
 	}
-	desc := strings.Join(nonEmpty(ai.Kind, ai.SKU), ", ")
-	if desc == "" {
-		desc = "kind not said"
-	}
+	desc := cmp.Or(strings.Join(nonEmpty(ai.Kind, ai.SKU), ", "), "kind not said")
 	if !ai.HNS {
 		d.set(CheckAccount, CheckOK, "%s, hierarchical namespace off", desc)
 		return

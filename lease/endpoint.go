@@ -5,6 +5,7 @@
 package lease
 
 import (
+	"cmp"
 	"net"
 	"net/url"
 	"strings"
@@ -56,18 +57,11 @@ func parseConnectionString(s string) (connString, error) {
 		if err := validateAccount(cs.account); err != nil {
 			return connString{}, err
 		}
-		proto := strings.ToLower(fields["defaultendpointsprotocol"])
-		if proto == "" {
-			proto = "https"
-		}
+		proto := cmp.Or(strings.ToLower(fields["defaultendpointsprotocol"]), "https")
 		if proto != "https" && proto != "http" {
 			return connString{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
 		}
-		suffix := fields["endpointsuffix"]
-		if suffix == "" {
-			suffix = "core.windows.net"
-		}
-		cs.endpoint = proto + "://" + cs.account + ".blob." + suffix
+		cs.endpoint = proto + "://" + cs.account + ".blob." + cmp.Or(fields["endpointsuffix"], "core.windows.net")
 	}
 	return cs, nil
 }

@@ -27,14 +27,7 @@ type Pause struct {
 // until makes the pause open-ended, which errs on the side the operator
 // asked for.
 func pauseOf(md map[string]string) *Pause {
-	p := &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]), Until: parseTime(md[mdPauseUntil])}
-	if !p.Since.IsZero() {
-		p.Since = p.Since.UTC()
-	}
-	if !p.Until.IsZero() {
-		p.Until = p.Until.UTC()
-	}
-	return p
+	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC()}
 }
 
 // Active reports whether the pause holds at now (the service's Date): a nil

@@ -1,8 +1,6 @@
 // The storage edge: the Blob service requests leaderrun makes, as one
-// narrow, unexported interface. azBlob (azblob.go) sends them with the Azure
-// SDK; unit tests put a fake in its place (fake_test.go). Every failure that
-// comes out of it is already classified, once, by Container.fail
-// (classify.go).
+// narrow interface. azBlob (azblob.go) sends them with the Azure SDK; unit
+// tests put a fake in its place (fake_test.go).
 
 package lease
 
@@ -11,10 +9,9 @@ import (
 	"time"
 )
 
-// blobAPI is the storage edge: the Blob service requests leaderrun makes on
-// one blob and its container. azBlob sends them; tests use a fake. A refusal
-// (any status but 2xx) or a failure of the transport or the context comes
-// out as a *StorageError, mapped at the edge.
+// blobAPI is the requests on one blob and its container. A refusal (any
+// status but 2xx) or a failure of the transport or the context comes out
+// as a *StorageError, classified once at the edge (Container.fail).
 type blobAPI interface {
 	// Lease Blob, x-ms-lease-action acquire, with a proposed lease ID and
 	// a duration in whole seconds (15–60).
@@ -24,15 +21,13 @@ type blobAPI interface {
 	// breakLease needs no lease ID; answer.LeaseTime is the time left until
 	// the lease is broken.
 	breakLease(ctx context.Context, periodSeconds int) (answer, error) // periodSeconds < 0: no period
-	// getProperties is Get Blob Properties (HEAD).
-	getProperties(ctx context.Context) (blobProps, error)
+	getProperties(ctx context.Context) (blobProps, error)              // Get Blob Properties (HEAD)
 	// setMetadata is Set Blob Metadata: md replaces the blob's metadata,
 	// with leaseID as access condition and, if ifMatch is not empty,
 	// If-Match: ifMatch.
 	setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error)
 	// createBlob is Put Blob: a zero-length block blob, If-None-Match: *.
 	createBlob(ctx context.Context) (answer, error)
-	// createContainer is Create Container.
 	createContainer(ctx context.Context) (answer, error)
 	// putBlob is Put Blob without conditions: a zero-length block blob
 	// with metadata md, replacing the blob and its metadata if it exists
