@@ -19,11 +19,6 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
-var (
-	_ blobAPI      = (*azBlob)(nil)
-	_ containerAPI = (*azContainer)(nil)
-)
-
 // azBlob sends blobAPI's requests on one blob with the SDK's clients,
 // which share the container's options (no SDK retries, a bounded try, the
 // bounded transport), and maps every failure once (Container.fail).
@@ -47,15 +42,6 @@ type azAuth struct {
 	key   *blob.SharedKeyCredential
 	sas   string
 	token azcore.TokenCredential
-}
-
-// newAzContainer builds the SDK's client of c. It makes no request.
-func newAzContainer(c *Container) (*azContainer, error) {
-	cc, err := newSDKContainer(c)
-	if err != nil {
-		return nil, err
-	}
-	return &azContainer{c: c, container: cc}, nil
 }
 
 // newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no

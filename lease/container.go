@@ -44,10 +44,9 @@ type ClientConfig struct {
 	Logger                                 hclog.Logger
 }
 
-// Container is a container of leases: its credentials and transport, which
-// every blob of it shares, its listing, and the classification of what the
-// service answers (classify.go), which names the container and the
-// credential in its hints. It is safe for concurrent use.
+// Container is a container of leases: the credentials and transport its
+// blobs share, its listing, and the classification of what the service
+// answers (classify.go). It is safe for concurrent use.
 type Container struct {
 	name    string
 	url     string // never with a query string
@@ -60,14 +59,8 @@ type Container struct {
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
-// SDK's client of the container. It makes no request. A configuration that
-// cannot work is a *ConfigError.
-//
-// The SDK's own retries are off (leaderrun retries with its own deadlines),
-// every try is bounded, and the HTTP transport bounds dialing, the TLS
-// handshake and the wait for response headers, and speaks HTTP/1.1 only, so
-// that a request cut by its deadline takes its connection with it (a stuck
-// HTTP/2 connection would hang every later renewal until the lease is lost).
+// SDK's client of the container (clientOptions). It makes no request. A
+// configuration that cannot work is a *ConfigError.
 func NewContainer(cfg ClientConfig) (*Container, error) {
 	if cfg.Blob != "" {
 		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
@@ -103,9 +96,11 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if c.cred, err = c.sdkAuth(src, c.opts); err != nil {
 		return nil, err
 	}
-	if c.api, err = newAzContainer(c); err != nil {
+	cc, err := newSDKContainer(c)
+	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
+	c.api = &azContainer{c: c, container: cc}
 	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
 	return c, nil
 }
@@ -142,13 +137,12 @@ func (c *Container) Blob(name string) (*Blob, error) {
 	if err := validateBlobName(name); err != nil {
 		return nil, err
 	}
-	b := &Blob{c: c, name: name, url: c.BlobURL(name)}
-	api, err := newAzBlob(c, b.url)
+	url := c.BlobURL(name)
+	api, err := newAzBlob(c, url)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	b.api = api
-	return b, nil
+	return &Blob{c: c, name: name, url: url, api: api}, nil
 }
 
 // BlobURL is the URL of a blob of the container, without any query

@@ -1,7 +1,6 @@
 // Credentials: which of the environment's storage credentials a client
-// uses, in the order the README's Authentication section gives, and the
-// SDK credential built from them; and the bounded HTTP transport every
-// SDK client shares.
+// uses (in the README's order), the SDK credential built from them, and the
+// bounded HTTP transport every SDK client shares.
 
 package lease
 
@@ -35,8 +34,8 @@ func (a authMode) String() string {
 	return "Microsoft Entra ID"
 }
 
-// credentialSource is what the configuration gives a client: the account,
-// the endpoint (either may be empty), the one secret in use and the
+// credentialSource is what the configuration gives a client: the account
+// and the endpoint (either may be empty), the one secret in use and the
 // strings to redact from every error.
 type credentialSource struct {
 	auth              authMode
@@ -87,9 +86,8 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 }
 
 // sdkAuth builds the SDK's credential for src: a Shared Key credential, the
-// SAS (sent in the URL), or DefaultAzureCredential (managed identity,
-// workload identity, environment service principal, Azure CLI login),
-// whose token requests use the same bounded transport.
+// SAS (sent in the URL), or DefaultAzureCredential, whose token requests
+// use the same bounded transport.
 func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
 	var auth azAuth
 	switch src.auth {
@@ -114,7 +112,10 @@ func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (az
 	return auth, nil
 }
 
-// newTransport is a bounded HTTP/1.1 transport.
+// newTransport bounds dialing, the TLS handshake and the wait for response
+// headers, and speaks HTTP/1.1 only, so that a request cut by its deadline
+// takes its connection with it (a stuck HTTP/2 connection would hang every
+// later renewal until the lease is lost).
 func newTransport() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext

@@ -25,10 +25,9 @@ var (
 	ErrNotLeased = errors.New("lease: not leased")
 )
 
-// ConfigError is a configuration that cannot work or cannot be safe: an
-// invalid container or blob name, a missing account, a plain-http endpoint
-// that is not loopback, a lease duration outside 15–60 s, … It never contains
-// a secret.
+// ConfigError is a configuration that cannot work or cannot be safe (an
+// invalid name, a missing account, plain http to a host that is not
+// loopback, a lease duration outside 15–60 s, …). It holds no secret.
 type ConfigError struct {
 	Field string // what is wrong: "container name", "lease duration", …
 	Err   error
@@ -155,11 +154,10 @@ func (e *SkipError) Error() string {
 
 func (e *SkipError) Unwrap() error { return ErrSkipped }
 
-// StorageError is a failed storage request. errors.Is(err, ErrUnavailable)
+// StorageError is a failed storage request; errors.Is(err, ErrUnavailable)
 // is true. Its message holds the operation, the HTTP status and Azure error
 // code when the service answered, a sanitized cause otherwise (no query
-// string, no SAS signature, no key), and a hint at what to do when there is
-// one.
+// string, SAS signature or key), and a hint when there is one.
 type StorageError struct {
 	Op         string // "acquire", "renew", "get properties", …
 	StatusCode int    // HTTP status; 0 when no answer came
@@ -173,8 +171,7 @@ type StorageError struct {
 	date    time.Time // the answer's Date header; zero if none came
 }
 
-// noCredential is a StorageError's summary when no credential could be
-// had (Microsoft Entra ID gave no token).
+// noCredential is the summary when Microsoft Entra ID gave no token.
 const noCredential = "no credential"
 
 func (e *StorageError) Error() string {
@@ -208,8 +205,8 @@ func (e *StorageError) Is(target error) bool { return target == ErrUnavailable }
 // timeouts, 408, 429, 5xx), as opposed to a refusal (400, 401, 403, …).
 func (e *StorageError) Transient() bool { return e.kind == kindTransient }
 
-// leaseGone reports an answer meaning that a lease held with a known ID is
-// no longer ours: 409 or 412 on a lease operation, or 404.
+// leaseGone: a lease held with a known ID is no longer ours (409 or 412 on
+// a lease operation, or 404).
 func (e *StorageError) leaseGone() bool {
 	switch e.kind {
 	case kindConflict, kindHeld, kindNotLeased, kindBlobMissing, kindContainerMissing:
