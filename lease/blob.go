@@ -145,10 +145,7 @@ func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Durat
 		}
 		return 0, err
 	}
-	var left time.Duration
-	if resp.LeaseTime > 0 {
-		left = time.Duration(resp.LeaseTime) * time.Second
-	}
+	left := time.Duration(max(resp.LeaseTime, 0)) * time.Second
 	b.c.log.Debug("lease broken", "url", b.url, "period", period, "broken_in", left)
 	return left, nil
 }

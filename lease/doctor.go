@@ -164,9 +164,6 @@ type reply struct {
 	err *StorageError // nil if it succeeded
 }
 
-// answered reports whether the service answered (a success or a refusal).
-func (r reply) answered() bool { return r.err == nil || r.err.StatusCode != 0 }
-
 // send sends one of d's requests, bounded by requestTimeout, and notes the
 // clock and the API version of its answer. op names it in errors.
 func send[T any](ctx context.Context, d *doctor, op string, f func(context.Context) (T, error)) (T, reply) {
@@ -202,10 +199,8 @@ func (d *doctor) run(ctx context.Context) {
 		d.clock()
 		return
 	}
-	created := false
-	if writable {
-		created = d.create(ctx)
-	} else {
+	created := writable && d.create(ctx)
+	if !writable {
 		d.notTried("a scratch blob could not be deleted from this container", CheckCreate)
 	}
 	d.reads(ctx)
@@ -249,7 +244,7 @@ func (d *doctor) probe(ctx context.Context) bool {
 		d.set(CheckCredential, CheckFailed, "%s: refused: %s", d.credential(), answerText(se))
 		d.clock()
 		return false
-	case !r.answered():
+	case se.StatusCode == 0: // no answer
 		d.set(CheckCredential, CheckWarning, "%s: not checked (no answer)", d.credential())
 		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.c.url, answerText(se))
 		return false
@@ -262,7 +257,6 @@ func (d *doctor) probe(ctx context.Context) bool {
 	}
 	d.set(CheckCredential, CheckOK, "%s: accepted", d.credential())
 	d.set(CheckEndpoint, CheckOK, "%s", d.c.url)
-	v := cmp.Or(d.version, "the SDK's")
-	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", v)
+	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", cmp.Or(d.version, "the SDK's"))
 	return true
 }
