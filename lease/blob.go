@@ -7,9 +7,8 @@ import (
 	"time"
 )
 
-// Blob is one blob of a container: a lease (or one of its slots), or a
-// marker beside it, and the requests made on it. It is safe for concurrent
-// use.
+// Blob is one blob of a container (a lease, one of its slots, or a marker)
+// and the requests made on it. It is safe for concurrent use.
 type Blob struct {
 	c    *Container
 	name string
@@ -67,9 +66,7 @@ type Properties struct {
 
 	LastRun *Run // the run of the lastrun* keys; nil if none was recorded
 
-	// Directory: the blob is a directory of a hierarchical-namespace
-	// account (account.go), not a lease.
-	Directory bool
+	Directory bool // a directory of a hierarchical-namespace account (account.go), not a lease
 
 	etag string // the blob's ETag when read; "" if absent
 }
@@ -102,9 +99,9 @@ func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
 	return p, nil
 }
 
-// PropertiesOf parses a blob's lease state and metadata as a container
-// listing returns them, the way Blob.Properties parses a read: keys are
-// lowercased, malformed values read as absent. date is the listing's Date.
+// PropertiesOf parses a blob's lease state and metadata, from a read or a
+// listing (date is its Date): keys are lowercased, malformed values read as
+// absent.
 func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
 	if state == "" {
 		state = StateAvailable

@@ -1,6 +1,5 @@
 // config.go: Config, the settings shared by the Elector and its leases,
-// with the bounds that make them safe, the defaults, and the checks that
-// NewElector applies.
+// their safe bounds, defaults and checks.
 
 package lease
 
@@ -21,10 +20,8 @@ const (
 
 	// killMargin: the child must be dead 1 s before the lease could pass
 	// on, and SIGKILL gets 500 ms to take effect.
-	killMargin = 1500 * time.Millisecond
-	// minRetryWindow: the time between the first renewal and StopAt must
-	// leave room for retries.
-	minRetryWindow  = time.Second
+	killMargin      = 1500 * time.Millisecond
+	minRetryWindow  = time.Second // left for retries between the first renewal and StopAt
 	minPollInterval = 100 * time.Millisecond
 	maxIdentityLen  = 256
 )
@@ -49,18 +46,16 @@ type Config struct {
 	Identity, Version string
 	Logger            hclog.Logger
 	// Slots is how many holders may hold the lease at once, each on its
-	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. With more than 1
-	// the claim records it in each slot's metadata, and a contender with
-	// another count is refused.
+	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. Above 1 the claim
+	// records it in each slot, and a contender with another count is refused.
 	Slots int
 }
 
 // StopBudget is the time between the stop signal and SIGKILL when the
-// keeper loses the lease: KillGrace, capped here at Duration/3 (5 s for a
-// 15 s lease), so that the stop signal, the grace and SIGKILL fit before the
-// lease can pass to another holder. The cap applies to a lost lease only: a
-// caller that stops its child for another reason, while the keeper still
-// renews, may give it the whole KillGrace. Valid after NewElector.
+// keeper loses the lease: KillGrace capped at Duration/3 (5 s for 15 s), so
+// that the signal, the grace and SIGKILL fit before the lease can pass on.
+// A child stopped for another reason while the keeper still renews may
+// get the whole KillGrace. Valid after NewElector.
 func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
 
 // withDefaults checks cfg and fills its defaults.

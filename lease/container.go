@@ -130,9 +130,8 @@ func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 	return b, nil
 }
 
-// Blob addresses a blob of the container (a lease, one of its slots or
-// markers: see names.go) with the container's credentials and transport.
-// It makes no request.
+// Blob addresses a blob of the container (names.go) with its credentials
+// and transport. It makes no request.
 func (c *Container) Blob(name string) (*Blob, error) {
 	if err := validateBlobName(name); err != nil {
 		return nil, err
@@ -145,6 +144,5 @@ func (c *Container) Blob(name string) (*Blob, error) {
 	return &Blob{c: c, name: name, url: url, api: api}, nil
 }
 
-// BlobURL is the URL of a blob of the container, without any query
-// string, SAS or credential.
+// BlobURL is the URL of a blob of the container, without any query string.
 func (c *Container) BlobURL(blob string) string { return c.url + "/" + escapeBlobName(blob) }

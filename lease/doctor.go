@@ -132,7 +132,7 @@ type doctor struct {
 	name    string // the lease name; "" for none
 	cfg     Config // the run's timing, defaults applied
 	src     credentialSource
-	sas     url.Values // the SAS token's fields, signature left out; nil without one
+	sas     url.Values // the SAS token's fields, signature left out
 	results map[string]Check
 
 	mu        sync.Mutex

@@ -205,12 +205,9 @@ func (d *doctor) watchCredential() (stop func()) {
 	}
 }
 
-// sasFields parses a SAS token's query without its signature; nil if
-// there is none.
+// sasFields parses a SAS token's query without its signature; nil if it
+// is malformed.
 func sasFields(sas string) url.Values {
-	if sas == "" {
-		return nil
-	}
 	v, err := url.ParseQuery(sas)
 	if err != nil {
 		return nil

@@ -132,10 +132,7 @@ const (
 )
 
 func (e *SkipError) Error() string {
-	who := e.Holder
-	if who == "" {
-		who = "unknown holder"
-	}
+	who := cmp.Or(e.Holder, "unknown holder")
 	switch e.Reason {
 	case SkipOnce:
 		return fmt.Sprintf("lease: skipped: %s already completed a run with status 0 (--once)", who)
