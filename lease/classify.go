@@ -1,6 +1,5 @@
-// classify.go: how a failed storage or network request is classified, once:
-// the kinds that decide what the caller does (retry, give up, held, gone),
-// the service's error codes compared outside, mapError, and the hint that
+// classify.go: how a failed storage or network request is classified, once
+// (mapError): the kinds that decide what the caller does, and the hint that
 // says what to do.
 
 package lease
@@ -34,8 +33,7 @@ const (
 	kindExists                          // 409 BlobAlreadyExists / ContainerAlreadyExists
 )
 
-// Error codes that code outside mapError compares with StorageError.Code
-// (the service's x-ms-error-code, spelled as the service spells it).
+// Error codes compared with StorageError.Code outside mapError.
 const (
 	codeBlobNotFound      = string(bloberror.BlobNotFound)
 	codeContainerNotFound = string(bloberror.ContainerNotFound)
@@ -43,9 +41,8 @@ const (
 	codeLeaseBreaking     = string(bloberror.LeaseIsBreakingAndCannotBeAcquired)
 )
 
-// fail maps a failed request's error; nil stays nil. The storage edge
-// (azblob.go) calls it once on what the SDK returns, so that nothing past
-// the edge sees an SDK error.
+// fail maps a failed request's error; nil stays nil. The edge (azblob.go)
+// calls it once on what the SDK returns: nothing past it sees an SDK error.
 func (c *Container) fail(op string, err error) error {
 	if err == nil {
 		return nil
@@ -53,11 +50,10 @@ func (c *Container) fail(op string, err error) error {
 	return c.mapError(op, err)
 }
 
-// mapError is the one place where storage and network errors are classified
-// and turned into a *StorageError: an *azcore.ResponseError (the service
-// answered, with a status and an x-ms-error-code) by status and code,
-// anything else (no answer) by its cause. It never keeps the original
-// error, whose text may hold the request URL with its SAS signature.
+// mapError classifies a storage or network error into a *StorageError: an
+// answer (*azcore.ResponseError) by status and x-ms-error-code, anything
+// else by its cause. It never keeps the original error, whose text may hold
+// the request URL with its SAS signature.
 func (c *Container) mapError(op string, err error) *StorageError {
 	var se *StorageError
 	if errors.As(err, &se) {
@@ -175,9 +171,8 @@ var (
 // maxCauseLen bounds a sanitized cause, so that an error stays one log line.
 const maxCauseLen = 400
 
-// sanitize renders err without secrets: URLs lose their query string, SAS
-// signatures and the credentials' own secrets are redacted, and whitespace is
-// folded so that the text fits on one line.
+// sanitize renders err on one line without secrets: URLs lose their query
+// string, SAS signatures and the credentials' secrets are redacted.
 func (c *Container) sanitize(err error) string {
 	s := err.Error()
 	s = urlQuery.ReplaceAllString(s, "$1")

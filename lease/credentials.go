@@ -35,8 +35,8 @@ func (a authMode) String() string {
 }
 
 // credentialSource is what the configuration gives a client: the account
-// and the endpoint (either may be empty), the one secret in use and the
-// strings to redact from every error.
+// and the endpoint (either may be empty), the secret in use and the strings
+// to redact from every error.
 type credentialSource struct {
 	auth              authMode
 	account, endpoint string
@@ -45,9 +45,8 @@ type credentialSource struct {
 	fromConnString    bool // the credential came from a connection string
 }
 
-// pickCredentials applies the order: a connection string; an account with
-// its key; a SAS token; otherwise Microsoft Entra ID. The endpoint of cfg
-// overrides a connection string's BlobEndpoint.
+// pickCredentials applies the order of ClientConfig's credentials. The
+// endpoint of cfg overrides a connection string's BlobEndpoint.
 func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 	src := credentialSource{account: cfg.Account, endpoint: cfg.Endpoint}
 	switch {

@@ -67,9 +67,8 @@ func parseConnectionString(s string) (connString, error) {
 }
 
 // checkEndpoint validates the blob service URL and returns it without a
-// trailing slash, and whether its host is loopback. Plain http is refused
-// unless the host is loopback (Azurite); a query string is refused (a SAS
-// token belongs in AZURE_STORAGE_SAS_TOKEN). Errors never echo the URL.
+// trailing slash, and whether its host is loopback, the only one plain http
+// may go to (Azurite). Errors never echo the URL.
 func checkEndpoint(endpoint string) (string, bool, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || u.Opaque != "" {
@@ -128,8 +127,7 @@ func validateContainer(name string) error {
 }
 
 // validateBlobName refuses names that Azure rejects or that a URL would
-// rewrite: empty, longer than 1024 characters, control characters, empty,
-// "." or ".." path segments, or a trailing dot.
+// rewrite.
 func validateBlobName(name string) error {
 	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
 	switch {

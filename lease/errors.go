@@ -40,14 +40,11 @@ func configErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// HeldError reports that the lease is held by someone else. errors.Is(err,
-// ErrHeld) is true.
-//
-// Holder, Since and Term come from the blob's metadata, which a new holder
-// writes a round trip after its acquire: a read in between shows the lease
-// held and the metadata of the term before. Stale says when that is known
-// (see StaleHolder); a previous holder whose run was cut (lost, killed) left
-// no end, and its stale metadata cannot be told from a current holder's.
+// HeldError reports that the lease is held by someone else; errors.Is(err,
+// ErrHeld) is true. Holder, Since and Term come from the metadata, which a
+// new holder writes a round trip after its acquire: a read in between shows
+// the term before. Stale says when that is known (StaleHolder); a holder
+// whose run was cut (lost, killed) left no end, and cannot be told apart.
 type HeldError struct {
 	Holder string    // the holder's identity from the blob's metadata; "" if unknown
 	Since  time.Time // when its term began (service time); zero if unknown
@@ -56,8 +53,7 @@ type HeldError struct {
 	// holder is not known yet; Holder, Since and Term are that term's.
 	Stale bool
 	// Reason: WaitOptions.Hold's latest reason, when it kept this Acquire
-	// from acquiring; "" otherwise. Holder, Since and Term are then what
-	// the latest read showed, possibly nothing.
+	// from acquiring; Holder, Since and Term are then the latest read's.
 	Reason string
 }
 
@@ -94,11 +90,10 @@ func heldError(p *Properties) *HeldError {
 }
 
 // StaleHolder reports whether p, read while the lease is held, is known not
-// to name a holder that is running COMMAND: the run that its holder recorded
-// has ended. A holder records its run's end right before it releases, and a
-// new holder's claim removes the end in the write that names it, so such a
-// read falls between a new holder's acquire and its claim, or in the moment
-// between the recorded holder's end and its release.
+// to name a holder running COMMAND: its recorded run has ended. A holder
+// records its end right before it releases, and a claim removes the end in
+// the write that names the new holder, so such a read falls between an
+// acquire and its claim, or between the recorded end and its release.
 func StaleHolder(p *Properties) bool {
 	if p == nil || p.LastRun == nil || p.LastRun.Holder != p.Holder {
 		return false
@@ -106,9 +101,8 @@ func StaleHolder(p *Properties) bool {
 	return !p.LastRun.End.IsZero() || p.LastRun.ExitCode != nil
 }
 
-// SkipError reports a skip: by default (Reason SkipOncePer) a run started
-// less than Window ago, by the service's clock; see SkipReason for the
-// others. errors.Is(err, ErrSkipped) is true.
+// SkipError reports a skip (SkipReason), by default a run started less than
+// Window ago by the service's clock. errors.Is(err, ErrSkipped) is true.
 type SkipError struct {
 	Reason SkipReason
 	Holder string        // who started that run (SkipOnce: who succeeded; SkipOncePerHost: the host)
@@ -216,11 +210,11 @@ func (e *StorageError) leaseGone() bool {
 // LostError says why leadership was lost and when the child must be stopped.
 // errors.Is(err, ErrLost) is true.
 type LostError struct {
-	// Reason is what happened: no renewal succeeded in time, or the service
-	// said the lease is gone (a *StorageError with the code).
+	// Reason: no renewal succeeded in time, or the service said the lease
+	// is gone (a *StorageError with the code).
 	Reason error
-	// StopAt is when the stop signal should be sent: now, or already passed.
-	// It carries a monotonic clock reading.
+	// StopAt is when the stop signal should be sent: now, or already
+	// passed (a monotonic clock reading).
 	StopAt time.Time
 	// KillBy is when SIGKILL must be sent at the latest, so that the child
 	// is dead before t_ok + Duration − 1 s. Monotonic too.
