@@ -91,11 +91,10 @@ func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 	return ""
 }
 
-// versionRefused reports a 400 InvalidHeaderValue about the API version
-// (x-ms-version), and the version sent ("" if unknown). The service names
-// the header in the answer's body; a HEAD answer has no body, and since
-// every other header leaderrun sends is checked before it is sent, an
-// InvalidHeaderValue without a body is taken to be about the version too.
+// versionRefused reports a 400 InvalidHeaderValue about x-ms-version, and
+// the version sent ("" if unknown). The body names the header; a HEAD
+// answer has none, and since leaderrun checks every other header it sends,
+// one without a body is taken to be about the version too.
 func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
 	if re.StatusCode != http.StatusBadRequest || !bloberror.HasCode(re, bloberror.InvalidHeaderValue) {
 		return "", false
@@ -155,7 +154,7 @@ func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) 
 	return containerInfo{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
 }
 
-// headerValue is h's value for name, in any case: the SDK sets its x-ms-*
+// headerValue is h's value for name in any case: the SDK sets its x-ms-*
 // request headers in lowercase, past http.Header's canonical form.
 func headerValue(h http.Header, name string) string {
 	if v := h.Get(name); v != "" {

@@ -29,20 +29,18 @@ type blobAPI interface {
 	acquireLease(ctx context.Context, leaseID string, seconds int) (answer, error)
 	renewLease(ctx context.Context, leaseID string) (answer, error)
 	releaseLease(ctx context.Context, leaseID string) (answer, error)
-	// breakLease needs no lease ID; answer.LeaseTime is the time left until
-	// the lease is broken.
-	breakLease(ctx context.Context, periodSeconds int) (answer, error) // periodSeconds < 0: no period
-	getProperties(ctx context.Context) (blobProps, error)              // Get Blob Properties (HEAD)
-	// setMetadata is Set Blob Metadata: md replaces the blob's metadata,
-	// with leaseID as access condition and, if ifMatch is not empty,
-	// If-Match: ifMatch.
+	// breakLease needs no lease ID; periodSeconds < 0 sends no period.
+	// answer.LeaseTime is the time left until the lease is broken.
+	breakLease(ctx context.Context, periodSeconds int) (answer, error)
+	getProperties(ctx context.Context) (blobProps, error) // Get Blob Properties (HEAD)
+	// setMetadata is Set Blob Metadata: md replaces the blob's, on the
+	// conditions leaseID and If-Match: ifMatch (each unless "").
 	setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error)
 	// createBlob is Put Blob: a zero-length block blob, If-None-Match: *.
 	createBlob(ctx context.Context) (answer, error)
 	createContainer(ctx context.Context) (answer, error)
 	// putBlob is Put Blob without conditions: a zero-length block blob
-	// with metadata md, replacing the blob and its metadata if it exists
-	// (a marker: leaderrun never calls it on a lease blob).
+	// with metadata md, replacing any (a marker, never a lease blob).
 	putBlob(ctx context.Context, md map[string]string) (answer, error)
 	// deleteBlob is Delete Blob, without a lease ID (a marker).
 	deleteBlob(ctx context.Context) (answer, error)
@@ -63,9 +61,8 @@ type blobProps struct {
 	Created    time.Time         // x-ms-creation-time; zero if absent
 }
 
-// azBlob sends blobAPI's requests on one blob with the SDK's clients,
-// which share the container's options (no SDK retries, a bounded try, the
-// bounded transport), and maps every failure once (Container.fail).
+// azBlob sends blobAPI's requests on one blob with the SDK's clients, which
+// share the container's options (clientOptions).
 type azBlob struct {
 	c         *Container
 	blob      *blob.Client
@@ -79,9 +76,8 @@ type azContainer struct {
 	container *container.Client
 }
 
-// azAuth is how requests are authorized: a Shared Key credential, a SAS
-// token (a query string without '?'), or an Entra ID token credential.
-// Exactly one is set.
+// azAuth is how requests are authorized; exactly one is set. sas is a query
+// string without '?'.
 type azAuth struct {
 	key   *blob.SharedKeyCredential
 	sas   string
@@ -111,8 +107,8 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
 }
 
-// newSDKContainer is the SDK's client of c, made for the container's own
-// requests and for Create Container on behalf of each of its blobs.
+// newSDKContainer is the SDK's client of c, for its own requests and each
+// blob's Create Container.
 func newSDKContainer(c *Container) (*container.Client, error) {
 	co := &container.ClientOptions{ClientOptions: c.opts}
 	switch auth := c.cred; {
@@ -200,9 +196,8 @@ func (a *azBlob) getProperties(ctx context.Context) (blobProps, error) {
 		LeaseState: string(deref(r.LeaseState)), Created: deref(r.CreationTime).UTC()}, nil
 }
 
-// lowerKeys is metadata as the SDK reads it, with its names lowercased:
-// the SDK reads them from canonicalized headers ("Holder"), and leaderrun
-// writes and reads them lowercased.
+// lowerKeys is metadata as the SDK reads it (from canonicalized headers:
+// "Holder"), its names lowercased as leaderrun writes and reads them.
 func lowerKeys(md map[string]*string) map[string]string {
 	out := make(map[string]string, len(md))
 	for k, v := range md {
@@ -213,8 +208,8 @@ func lowerKeys(md map[string]*string) map[string]string {
 	return out
 }
 
-// sdkMetadata is md as the SDK sends it. The SDK sends the names as given,
-// and Azure keeps their case: leaderrun writes every name lowercased.
+// sdkMetadata is md as the SDK sends it, every name lowercased (Azure keeps
+// the case sent).
 func sdkMetadata(md map[string]string) map[string]*string {
 	meta := make(map[string]*string, len(md))
 	for k, v := range md {
