@@ -73,13 +73,11 @@ const (
 	skewWarn = 10 * time.Second
 )
 
-// Doctor tries every request a run makes on the scratch blob (created,
-// leased, written, listed, deleted) and reports, one Check each, what the
-// service said. A configuration it cannot accept is a *ConfigError;
-// whatever the storage answers, or does not, is a Check. It leaves no blob
-// behind unless the delete is refused, which the delete check says. With
-// Microsoft Entra ID it listens to the Azure SDK's process-wide log to name
-// the credential DefaultAzureCredential used: do not run two at once.
+// Doctor reports, one Check each, what the service said to every request a
+// run makes. A configuration it cannot accept is a *ConfigError; whatever
+// the storage answers, or does not, is a Check. It leaves no blob behind
+// unless the delete is refused. With Microsoft Entra ID it listens to the
+// Azure SDK's process-wide log (watchCredential): do not run two at once.
 func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	lc, err := Config{Duration: cfg.Duration, KillGrace: cfg.KillGrace, Identity: doctorNoName}.withDefaults()
 	if err != nil {
@@ -228,9 +226,8 @@ func (d *doctor) notTried(why string, checks ...string) {
 	}
 }
 
-// probe reads the scratch blob, which does not exist yet: the first answer
-// says whether the credential is accepted and the API version understood.
-// It reports whether to go on.
+// probe reads the scratch blob, not made yet: the answer says whether the
+// credential and the API version are accepted. It reports whether to go on.
 func (d *doctor) probe(ctx context.Context) bool {
 	_, r := send(ctx, d, "get properties", d.s.api.getProperties)
 	se := r.err

@@ -1,6 +1,6 @@
-// doctor_blob.go: doctor's checks on the scratch blob after its reads: the
-// lease and the metadata write, the listing and the delete, the clock and
-// the lease name.
+// doctor_blob.go: doctor's checks after the scratch blob's reads (lease,
+// metadata, list, delete, clock, lease name), and how it words a credential
+// and a refusal.
 
 package lease
 
@@ -19,9 +19,8 @@ import (
 )
 
 // leaseAndMetadata acquires the scratch blob's lease for the run's
-// duration, renews it, writes metadata with the lease ID as a claim does,
-// and releases it (breaking it if the release is refused, so that the
-// blob can be deleted).
+// duration, renews it, writes metadata as a claim does, and releases it
+// (breaks it if the release is refused, so that the blob can be deleted).
 func (d *doctor) leaseAndMetadata(ctx context.Context) {
 	id := uuid.NewString()
 	acquired, r := send(ctx, d, "acquire", func(ctx context.Context) (answer, error) {
@@ -130,8 +129,7 @@ func (d *doctor) leaseName(ctx context.Context) {
 	}
 }
 
-// credential names the credential in use, and where it came from, without
-// any secret.
+// credential names the credential in use and where it came from.
 func (d *doctor) credential() string {
 	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[d.src.auth]
 	if d.src.fromConnString {
@@ -167,8 +165,7 @@ func (d *doctor) credential() string {
 	return desc
 }
 
-// entraSource says which of DefaultAzureCredential's sources a credential
-// type is.
+// entraSource names DefaultAzureCredential's source of a credential type.
 func entraSource(typeName string) string {
 	names := map[string]string{
 		"EnvironmentCredential":       "service principal from AZURE_CLIENT_ID and its secret or certificate",
@@ -184,9 +181,8 @@ func entraSource(typeName string) string {
 	return typeName
 }
 
-// watchCredential listens to the Azure SDK's log for the line in which
-// DefaultAzureCredential says which source authenticated. The SDK's log
-// is process-wide; stop ends the listening.
+// watchCredential listens to the Azure SDK's process-wide log for the
+// source DefaultAzureCredential authenticated with, until stop.
 func (d *doctor) watchCredential() (stop func()) {
 	log.SetEvents(azidentity.EventAuthentication)
 	log.SetListener(func(ev log.Event, msg string) {
@@ -216,10 +212,9 @@ func sasFields(sas string) url.Values {
 	return v
 }
 
-// authRefused: the service did not accept the credential at all (a bad
-// key or signature, shared-key access disabled, a token for another
-// tenant, the account's network rules), as opposed to a permission the
-// credential lacks.
+// authRefused: the credential was not accepted at all (a bad key or
+// signature, shared-key access disabled, a token for another tenant, the
+// account's network rules), not merely short of a permission.
 func authRefused(se *StorageError) bool {
 	return (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden) && !permissionRefused(se)
 }
@@ -243,8 +238,7 @@ func answerText(se *StorageError) string {
 }
 
 // refusal is a refused request's detail: the answer and, when the
-// credential lacks a permission, what grants it. sasPerm is the SAS
-// permission the request needs.
+// credential lacks a permission, what grants it (sasPerm for a SAS).
 func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 	if !permissionRefused(se) {
 		return answerText(se)

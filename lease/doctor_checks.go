@@ -1,6 +1,5 @@
-// doctor_checks.go: doctor's first checks (doctor.go runs them in order):
-// the account and the container's settings, the scratch blob's create, its
-// reads and the round trip.
+// doctor_checks.go: doctor's first checks (run in order by doctor.go): the
+// account, the container, the scratch blob's create, reads and round trip.
 
 package lease
 
@@ -37,10 +36,10 @@ func nonEmpty(ss ...string) []string {
 	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
 }
 
-// container reads Get Container Properties: an immutability policy or a
-// legal hold refuses every write a run makes after its first. A missing
-// container is created, as a run would. It reports whether to go on, and
-// whether a scratch blob could be deleted again (writable).
+// container reads Get Container Properties (an immutability policy or a
+// legal hold refuses every write after the first), creating a missing
+// container as a run would. It reports whether to go on, and whether a
+// scratch blob could be deleted again (writable).
 func (d *doctor) container(ctx context.Context) (usable, writable bool) {
 	ci, r := send(ctx, d, "get container properties", d.c.api.containerInfo)
 	switch {
@@ -94,8 +93,7 @@ func (d *doctor) create(ctx context.Context) bool {
 	return true
 }
 
-// reads reads the scratch blob doctorReads times, for the read check and
-// the round trip.
+// reads reads the scratch blob doctorReads times (read, round trip).
 func (d *doctor) reads(ctx context.Context) {
 	var (
 		rtts    []time.Duration
@@ -120,9 +118,8 @@ func (d *doctor) reads(ctx context.Context) {
 	d.roundTrip(rtts)
 }
 
-// roundTrip reports the reads' p50 and p95, and what a renewal has at the
-// run's lease duration: each try is cut at renewTry, and tries go on for
-// the window before the stop signal.
+// roundTrip reports the reads' p50 and p95 against a renewal's try and
+// window before the stop signal, at the run's lease duration.
 func (d *doctor) roundTrip(rtts []time.Duration) {
 	if len(rtts) == 0 {
 		d.set(CheckRoundTrip, CheckWarning, "not measured: no read was answered")
