@@ -53,10 +53,8 @@ type Properties struct {
 	Date     time.Time         // the service's Date response header; zero if absent
 	Created  time.Time         // when the blob was made (x-ms-creation-time); zero if unknown
 
-	// A scheduled lease's schedule and the occurrence last started
-	// (--schedule); "" and zero if none.
-	Schedule   string
-	Occurrence time.Time
+	Schedule   string    // --schedule: the schedule recorded; "" if none
+	Occurrence time.Time // --schedule: the occurrence last started; zero if none
 
 	// Parsed from the metadata; zero if absent or malformed.
 	Holder        string

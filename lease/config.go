@@ -86,9 +86,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := checkHeaderValue("version", cfg.Version, 64); err != nil {
 		return cfg, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger())
 	cfg.Slots = cmp.Or(cfg.Slots, 1)
 	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
 		return cfg, configErr("slots", "%d: want 1 to %d", cfg.Slots, MaxSlots)

@@ -6,6 +6,7 @@
 package lease
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"net/http"
@@ -40,16 +41,14 @@ const (
 // authenticate. The secrets (ConnectionString, AccountKey, SASToken) come
 // from the environment and never appear in a log line or an error.
 type ClientConfig struct {
-	// Blob is the lease name, for NewLeaseBlob; "" for NewContainer. It
-	// may contain '/'.
-	Container, Blob string
-	// Account is the storage account name; Endpoint the blob service URL,
-	// by default https://<account>.blob.core.windows.net. Endpoint
-	// overrides a connection string's BlobEndpoint.
+	Container, Blob string // Blob: the lease name (may contain '/') for NewLeaseBlob; "" for NewContainer
+	// Account is the storage account name; Endpoint the blob service URL
+	// (https://<account>.blob.core.windows.net by default), which overrides
+	// a connection string's BlobEndpoint.
 	Account, Endpoint string
-	// Credentials, used in this order: ConnectionString; Account +
-	// AccountKey; SASToken (with Account or Endpoint); otherwise Microsoft
-	// Entra ID through azidentity.DefaultAzureCredential.
+	// Credentials, in this order: ConnectionString; Account + AccountKey;
+	// SASToken (with Account or Endpoint); otherwise Microsoft Entra ID
+	// (azidentity.DefaultAzureCredential).
 	ConnectionString, AccountKey, SASToken string
 	Logger                                 hclog.Logger
 }
@@ -75,10 +74,6 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if cfg.Blob != "" {
 		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
 	if err := validateContainer(cfg.Container); err != nil {
 		return nil, err
 	}
@@ -86,7 +81,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Container{name: cfg.Container, auth: src.auth, secrets: src.secrets, log: log.Named("lease")}
+	c := &Container{name: cfg.Container, auth: src.auth, secrets: src.secrets, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease")}
 	endpoint := src.endpoint
 	if endpoint == "" {
 		if src.account == "" {

@@ -75,7 +75,7 @@ func (e *HeldError) Error() string {
 		return s + ", whose run has ended)"
 	}
 	if !e.Since.IsZero() {
-		s += ", since " + e.Since.UTC().Format(time.RFC3339)
+		s += ", since " + formatTime(e.Since)
 	}
 	return s
 }
@@ -135,12 +135,11 @@ func (e *SkipError) Error() string {
 	case SkipNotDue:
 		return "lease: skipped: no occurrence of the schedule is due"
 	case SkipStarted:
-		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", e.Occurrence.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", formatTime(e.Occurrence))
 	case SkipMissed:
-		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", e.Occurrence.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", formatTime(e.Occurrence))
 	}
-	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window",
-		who, e.Start.UTC().Format(time.RFC3339), e.Window)
+	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window", who, formatTime(e.Start), e.Window)
 }
 
 func (e *SkipError) Unwrap() error { return ErrSkipped }
