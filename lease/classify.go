@@ -112,7 +112,7 @@ func (c *Container) mapError(op string, err error) *StorageError {
 	case errors.As(err, &nonRetriable):
 		// The SDK marks credential failures (no Entra ID token) this way.
 		se.kind, se.summary = kindPermanent, noCredential
-		if c.auth == authEntra {
+		if c.src.auth == authEntra {
 			se.Hint = "no Microsoft Entra ID credential worked: on Azure VMs enable a managed identity; " +
 				"elsewhere use 'az login', or set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN"
 		}
@@ -127,7 +127,7 @@ func (c *Container) hint(se *StorageError) string {
 	permission := lacksPermission(se)
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
-		switch c.auth {
+		switch c.src.auth {
 		case authEntra:
 			if permission {
 				return "grant this identity the 'Storage Blob Data Contributor' role on container " +
@@ -177,7 +177,7 @@ func (c *Container) sanitize(err error) string {
 	s := err.Error()
 	s = urlQuery.ReplaceAllString(s, "$1")
 	s = sigParam.ReplaceAllString(s, "sig=REDACTED")
-	for _, secret := range c.secrets {
+	for _, secret := range c.src.secrets {
 		if secret != "" {
 			s = strings.ReplaceAll(s, secret, "REDACTED")
 		}

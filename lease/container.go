@@ -57,14 +57,13 @@ type ClientConfig struct {
 // blobs share, its listing, and the classification of what the service
 // answers (classify.go). It is safe for concurrent use.
 type Container struct {
-	name    string
-	url     string // never with a query string
-	auth    authMode
-	secrets []string // redacted from every error message
-	cred    azAuth
-	opts    azcore.ClientOptions
-	api     containerAPI
-	log     hclog.Logger
+	name string
+	url  string           // never with a query string
+	src  credentialSource // its secrets redacted from every error message
+	cred azAuth
+	opts azcore.ClientOptions
+	api  containerAPI
+	log  hclog.Logger
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
@@ -81,7 +80,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Container{name: cfg.Container, auth: src.auth, secrets: src.secrets, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease")}
+	c := &Container{name: cfg.Container, src: src, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease")}
 	endpoint := src.endpoint
 	if endpoint == "" {
 		if src.account == "" {
@@ -106,7 +105,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
 	c.api = &azContainer{c: c, container: cc}
-	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
+	c.log.Debug("storage client", "url", c.url, "auth", c.src.auth.String())
 	return c, nil
 }
 

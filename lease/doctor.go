@@ -103,18 +103,14 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := pickCredentials(cfg.Client)
-	if err != nil {
-		return nil, err
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
 	s, err := c.Blob(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
-	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: src, sas: sasFields(src.sas), results: map[string]Check{}}
-	if src.auth == authEntra {
+	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: c.src, sas: sasFields(c.src.sas), results: map[string]Check{}}
+	if c.src.auth == authEntra {
 		stop := d.watchCredential()
 		defer stop()
 	}
