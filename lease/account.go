@@ -1,12 +1,9 @@
 // Account settings: what Get Account Information and Get Container
-// Properties say, and the one line, cause and fix, that mapError
-// (classify.go) puts in every refusal an account's settings cause: shared-key
-// access disabled, an immutability policy or a legal hold on the container,
-// an API version the service does not accept.
-//
+// Properties say, and the cause and fix that mapError (classify.go) puts in
+// every refusal an account's settings cause (shared-key access disabled, an
+// immutability policy or a legal hold, an API version not accepted).
 // Lifecycle rules that delete blobs and a geo failover never show in a
-// data-plane answer: the README's "Before the fleet relies on it" says what
-// they do to a lease.
+// data-plane answer: the README's "Before the fleet relies on it" covers them.
 
 package lease
 

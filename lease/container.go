@@ -160,13 +160,7 @@ const (
 )
 
 func (a authMode) String() string {
-	switch a {
-	case authSharedKey:
-		return "shared key"
-	case authSAS:
-		return "SAS token"
-	}
-	return "Microsoft Entra ID"
+	return [...]string{authEntra: "Microsoft Entra ID", authSharedKey: "shared key", authSAS: "SAS token"}[a]
 }
 
 // credentialSource is what the configuration gives a client: the account

@@ -95,11 +95,7 @@ func checkEndpoint(endpoint string) (string, bool, error) {
 }
 
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // nil (no IP) is not loopback
 }
 
 // validateContainer applies Azure's container naming rules.
