@@ -185,9 +185,7 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 			return src, err
 		}
 		src.account, src.key, src.sas, src.fromConnString = cs.account, cs.key, cs.sas, true
-		if src.endpoint == "" {
-			src.endpoint = cs.endpoint
-		}
+		src.endpoint = cmp.Or(src.endpoint, cs.endpoint)
 		src.secrets = append(src.secrets, cfg.ConnectionString, cs.key, cs.sas)
 	case cfg.AccountKey != "":
 		if src.account == "" {

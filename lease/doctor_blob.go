@@ -73,7 +73,6 @@ func (d *doctor) list(ctx context.Context, created bool) {
 	}
 }
 
-// remove deletes the scratch blob.
 func (d *doctor) remove(ctx context.Context) {
 	_, r := send(ctx, d, "delete blob", d.s.api.deleteBlob)
 	if r.err != nil && r.err.kind != kindBlobMissing {

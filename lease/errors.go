@@ -185,10 +185,7 @@ func (e *StorageError) status() string {
 	return fmt.Sprintf("%d %s", e.StatusCode, cmp.Or(e.Code, http.StatusText(e.StatusCode)))
 }
 
-// Unwrap returns the sanitized cause.
-func (e *StorageError) Unwrap() error { return e.Err }
-
-// Is reports ErrUnavailable.
+func (e *StorageError) Unwrap() error        { return e.Err }
 func (e *StorageError) Is(target error) bool { return target == ErrUnavailable }
 
 // Transient reports whether the failure may go away by itself (network,
@@ -220,8 +217,6 @@ type LostError struct {
 	KillBy time.Time
 }
 
-func (e *LostError) Error() string { return ErrLost.Error() + ": " + e.Reason.Error() }
-func (e *LostError) Unwrap() error { return e.Reason }
-
-// Is reports ErrLost.
+func (e *LostError) Error() string        { return ErrLost.Error() + ": " + e.Reason.Error() }
+func (e *LostError) Unwrap() error        { return e.Reason }
 func (e *LostError) Is(target error) bool { return target == ErrLost }
