@@ -91,25 +91,18 @@ func (c *Container) mapError(op string, err error) *StorageError {
 	}
 
 	se.Err = errors.New(c.sanitize(err))
-	var (
-		nonRetriable interface{ NonRetriable() }
-		dnsErr       *net.DNSError
-		certErr      *tls.CertificateVerificationError
-		unknownCA    x509.UnknownAuthorityError
-		hostErr      x509.HostnameError
-		invalidCert  x509.CertificateInvalidError
-	)
+	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		se.kind = kindTransient
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		se.kind = kindPermanent
 		se.Hint = "no such host: check the account name or the endpoint"
-	case errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
-		errors.As(err, &invalidCert):
+	case errors.As(err, new(*tls.CertificateVerificationError)) || errors.As(err, new(x509.UnknownAuthorityError)) ||
+		errors.As(err, new(x509.HostnameError)) || errors.As(err, new(x509.CertificateInvalidError)):
 		se.kind = kindPermanent
 		se.Hint = "the endpoint's TLS certificate is not trusted by this host"
-	case errors.As(err, &nonRetriable):
+	case errors.As(err, new(interface{ NonRetriable() })):
 		// The SDK marks credential failures (no Entra ID token) this way.
 		se.kind, se.summary = kindPermanent, noCredential
 		if c.src.auth == authEntra {

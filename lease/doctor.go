@@ -170,15 +170,13 @@ func send[T any](ctx context.Context, d *doctor, op string, f func(context.Conte
 	if err != nil {
 		r.err = d.c.mapError(op, err)
 	}
-	if raw != nil {
-		if raw.Request != nil && d.version == "" {
-			d.version = headerValue(raw.Request.Header, headerVersion)
-		}
-		if date := answerDate(raw); !date.IsZero() {
-			// Date has whole seconds: the service's clock was within the
-			// second after it, at about the middle of the round trip.
-			d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
-		}
+	if raw != nil && raw.Request != nil && d.version == "" {
+		d.version = headerValue(raw.Request.Header, headerVersion)
+	}
+	if date := answerDate(raw); !date.IsZero() {
+		// Date has whole seconds: the service's clock was within the
+		// second after it, at about the middle of the round trip.
+		d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
 	}
 	return v, r
 }
