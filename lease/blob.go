@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -101,10 +102,7 @@ func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
 // listing (date is its Date): keys are lowercased, malformed values read as
 // absent.
 func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
-	if state == "" {
-		state = StateAvailable
-	}
-	return newProperties(state, md, date)
+	return newProperties(cmp.Or(state, StateAvailable), md, date)
 }
 
 // BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees
