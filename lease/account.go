@@ -64,8 +64,7 @@ func settingOf(re *azcore.ResponseError) setting {
 	return settingNone
 }
 
-// accountHint is the cause and the fix of a refusal from the setting s; ""
-// for none.
+// accountHint is the cause and fix of a refusal from setting s; "" for none.
 func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 	switch s {
 	case settingKeyAuthOff:

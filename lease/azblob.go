@@ -76,8 +76,7 @@ type azContainer struct {
 	container *container.Client
 }
 
-// azAuth is how requests are authorized; exactly one is set. sas is a query
-// string without '?'.
+// azAuth authorizes requests; exactly one is set (sas: a query without '?').
 type azAuth struct {
 	key   *blob.SharedKeyCredential
 	sas   string
@@ -107,8 +106,7 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
 }
 
-// newSDKContainer is the SDK's client of c, for its own requests and each
-// blob's Create Container.
+// newSDKContainer is c's SDK client (its requests, its blobs' Create Container).
 func newSDKContainer(c *Container) (*container.Client, error) {
 	co := &container.ClientOptions{ClientOptions: c.opts}
 	switch auth := c.cred; {
@@ -208,8 +206,7 @@ func lowerKeys(md map[string]*string) map[string]string {
 	return out
 }
 
-// sdkMetadata is md as the SDK sends it, every name lowercased (Azure keeps
-// the case sent).
+// sdkMetadata is md for the SDK, names lowercased (Azure keeps the case sent).
 func sdkMetadata(md map[string]string) map[string]*string {
 	meta := make(map[string]*string, len(md))
 	for k, v := range md {

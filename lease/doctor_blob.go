@@ -200,8 +200,7 @@ func (d *doctor) watchCredential() (stop func()) {
 	}
 }
 
-// sasFields parses a SAS token's query without its signature; nil if it
-// is malformed.
+// sasFields parses a SAS token's query, signature left out; nil if malformed.
 func sasFields(sas string) url.Values {
 	v, err := url.ParseQuery(sas)
 	if err != nil {

@@ -122,8 +122,7 @@ func validateContainer(name string) error {
 	return nil
 }
 
-// validateBlobName refuses names that Azure rejects or that a URL would
-// rewrite.
+// validateBlobName refuses names Azure rejects or a URL would rewrite.
 func validateBlobName(name string) error {
 	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
 	switch {

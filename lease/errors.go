@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// Sentinel errors. Test for them with errors.Is; the typed errors below
-// carry the details.
+// Sentinel errors, for errors.Is; the typed errors below carry the details.
 var (
 	// ErrHeld: the lease is held by another holder and was not acquired
 	// (no-wait, or the wait timed out). See *HeldError.
@@ -179,8 +178,7 @@ func (e *StorageError) Error() string {
 	return s
 }
 
-// status is the answer's status and error code, or its status text
-// without a code.
+// status is the answer's status and error code, or status text if none.
 func (e *StorageError) status() string {
 	return fmt.Sprintf("%d %s", e.StatusCode, cmp.Or(e.Code, http.StatusText(e.StatusCode)))
 }
