@@ -43,7 +43,7 @@ func configErr(field, format string, args ...any) *ConfigError {
 // ErrHeld) is true. Holder, Since and Term come from the metadata, which a
 // new holder writes a round trip after its acquire: a read in between shows
 // the term before. Stale says when that is known (StaleHolder); a holder
-// whose run was cut (lost, killed) left no end, and cannot be told apart.
+// whose run was cut (lost, killed) left no end: its metadata looks current.
 type HeldError struct {
 	Holder string    // the holder's identity from the blob's metadata; "" if unknown
 	Since  time.Time // when its term began (service time); zero if unknown
@@ -62,7 +62,8 @@ func (e *HeldError) Error() string {
 	}
 	s, sep := ErrHeld.Error(), ": "
 	if e.Stale {
-		s, sep = s+": not known yet (the metadata still names the previous term", ", "
+		s += ": not known yet (the metadata still names the previous term"
+		sep = ", "
 	}
 	if e.Holder != "" {
 		s += sep + e.Holder
