@@ -1,14 +1,9 @@
-// Account settings: what the service says about the storage account (Get
-// Account Information) and about the container (Get Container Properties),
-// and the one plain line, cause and fix, for the refusals that an
-// account's settings cause wherever a request meets them: shared-key
-// access disabled, an immutability policy or a legal hold on the
-// container, an API version the service does not accept. mapError
-// (errors.go) puts that line in every *StorageError it makes.
-//
-// Two settings never show in an answer of the data plane: lifecycle
-// management rules that delete blobs, and a geo failover. The README's
-// "Before the fleet relies on it" says what they do to a lease.
+// Account settings: what Get Account Information and Get Container
+// Properties say, and the cause and fix that mapError (classify.go) puts in
+// every refusal an account's settings cause (shared-key access disabled, an
+// immutability policy or a legal hold, an API version not accepted).
+// Lifecycle rules that delete blobs and a geo failover never show in a
+// data-plane answer: the README's "Before the fleet relies on it" covers them.
 
 package lease
 
@@ -24,9 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 )
 
-// The service's error codes for the account's settings. bloberror (azblob
-// v1.8.0) lacks most of them; the service's list of Blob error codes has
-// them all.
+// The service's error codes for the account's settings; bloberror (azblob
+// v1.8.0) lacks most of them.
 const (
 	codeKeyBasedAuthNotPermitted    = bloberror.Code("KeyBasedAuthenticationNotPermitted")
 	codeImmutableDueToPolicy        = bloberror.BlobImmutableDueToPolicy
@@ -37,16 +31,13 @@ const (
 
 const (
 	headerVersion = "x-ms-version"
-	// hnsFolderKey marks a directory in the listing of a
-	// hierarchical-namespace account.
-	hnsFolderKey = "hdi_isfolder"
+	hnsFolderKey  = "hdi_isfolder" // marks a directory of a hierarchical-namespace account
 
 	immutableCause = "the service refuses every change to a blob already there, so leaderrun cannot record a term, a run's end or a resume"
 	immutableFix   = "use a container without one (--container)"
 )
 
-// setting is an account's or a container's setting that a refusal comes
-// from.
+// setting is the account's or the container's setting a refusal comes from.
 type setting int
 
 const (
@@ -73,8 +64,7 @@ func settingOf(re *azcore.ResponseError) setting {
 	return settingNone
 }
 
-// accountHint is the cause and the fix of a refusal that comes from the
-// setting s; "" for none.
+// accountHint is the cause and fix of a refusal from setting s; "" for none.
 func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 	switch s {
 	case settingKeyAuthOff:
@@ -97,11 +87,10 @@ func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 	return ""
 }
 
-// versionRefused reports a 400 InvalidHeaderValue about the API version
-// (x-ms-version), and the version sent ("" if unknown). The service names
-// the header in the answer's body; a HEAD answer has no body, and since
-// every other header leaderrun sends is checked before it is sent, an
-// InvalidHeaderValue without a body is taken to be about the version too.
+// versionRefused reports a 400 InvalidHeaderValue about x-ms-version, and
+// the version sent ("" if unknown). The body names the header; a HEAD
+// answer has none, and since leaderrun checks every other header it sends,
+// one without a body is taken to be about the version too.
 func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
 	if re.StatusCode != http.StatusBadRequest || !bloberror.HasCode(re, bloberror.InvalidHeaderValue) {
 		return "", false
@@ -121,14 +110,13 @@ func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
 	return sent, bytes.Contains(lower, []byte(headerVersion)) || bytes.Contains(lower, []byte("api version"))
 }
 
-// isDirectory reports whether a blob's metadata (names lowercased) marks
-// it as a directory of a hierarchical-namespace account: such accounts
-// list a directory as a zero-length blob with hdi_isfolder=true.
+// isDirectory reports whether a blob's metadata (names lowercased) marks a
+// directory of a hierarchical-namespace account, which lists one as a
+// zero-length blob with hdi_isfolder=true.
 func isDirectory(md map[string]string) bool { return md[hnsFolderKey] == "true" }
 
-// directoryError refuses a lease name that is a directory of a
-// hierarchical-namespace account: a blob named NAME/… made it one, and a
-// lease cannot be a directory.
+// directoryError refuses a lease name that a blob named NAME/… made a
+// directory of a hierarchical-namespace account.
 func directoryError(name string) *ConfigError {
 	return configErr("lease name", "%q is a directory on this account (hierarchical namespace: a blob named %q makes it one): "+
 		"choose a lease name that no other blob's name begins with followed by '/'", name, name+"/…")
@@ -140,8 +128,8 @@ type accountInfo struct {
 	HNS       bool   // hierarchical namespace (Data Lake Storage)
 }
 
-// containerInfo is what Get Container Properties says about the settings
-// that refuse writes.
+// containerInfo is what Get Container Properties says of the settings that
+// refuse writes.
 type containerInfo struct {
 	ImmutabilityPolicy, LegalHold bool
 }
@@ -151,15 +139,7 @@ func (a *azContainer) accountInfo(ctx context.Context) (accountInfo, error) {
 	if err != nil {
 		return accountInfo{}, a.c.fail("get account information", err)
 	}
-	var ai accountInfo
-	if r.AccountKind != nil {
-		ai.Kind = string(*r.AccountKind)
-	}
-	if r.SKUName != nil {
-		ai.SKU = string(*r.SKUName)
-	}
-	ai.HNS = r.IsHierarchicalNamespaceEnabled != nil && *r.IsHierarchicalNamespaceEnabled
-	return ai, nil
+	return accountInfo{Kind: string(deref(r.AccountKind)), SKU: string(deref(r.SKUName)), HNS: deref(r.IsHierarchicalNamespaceEnabled)}, nil
 }
 
 func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) {
@@ -167,13 +147,10 @@ func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) 
 	if err != nil {
 		return containerInfo{}, a.c.fail("get container properties", err)
 	}
-	return containerInfo{
-		ImmutabilityPolicy: r.HasImmutabilityPolicy != nil && *r.HasImmutabilityPolicy,
-		LegalHold:          r.HasLegalHold != nil && *r.HasLegalHold,
-	}, nil
+	return containerInfo{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
 }
 
-// headerValue is h's value for name, in any case: the SDK sets its x-ms-*
+// headerValue is h's value for name in any case: the SDK sets its x-ms-*
 // request headers in lowercase, past http.Header's canonical form.
 func headerValue(h http.Header, name string) string {
 	if v := h.Get(name); v != "" {

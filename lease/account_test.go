@@ -64,7 +64,7 @@ func TestAccountSettingRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Container{auth: tt.auth, name: "c"}
+			c := &Container{src: credentialSource{auth: tt.auth}, name: "c"}
 			se := c.mapError("op", tt.err)
 			if se.setting != tt.setting || se.kind != tt.kind {
 				t.Errorf("setting %d kind %d, want %d and %d", se.setting, se.kind, tt.setting, tt.kind)

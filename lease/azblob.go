@@ -1,6 +1,7 @@
-// azBlob and azContainer: the storage edge's requests sent with the Azure
-// SDK (azblob v1.8.0), each failure mapped once, where it comes out of the
-// SDK.
+// The storage edge: the Blob service requests leaderrun makes, as one
+// narrow interface, and azBlob and azContainer, which send them with the
+// Azure SDK (azblob v1.8.0), each failure mapped once where it comes out of
+// the SDK. Unit tests put a fake in their place (fake_test.go).
 
 package lease
 
@@ -19,14 +20,49 @@ import (
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 )
 
-var (
-	_ blobAPI      = (*azBlob)(nil)
-	_ containerAPI = (*azContainer)(nil)
-)
+// blobAPI is the requests on one blob and its container. A refusal (any
+// status but 2xx) or a failure of the transport or the context comes out
+// as a *StorageError, classified once at the edge (Container.fail).
+type blobAPI interface {
+	// Lease Blob, x-ms-lease-action acquire, with a proposed lease ID and
+	// a duration in whole seconds (15–60).
+	acquireLease(ctx context.Context, leaseID string, seconds int) (answer, error)
+	renewLease(ctx context.Context, leaseID string) (answer, error)
+	releaseLease(ctx context.Context, leaseID string) (answer, error)
+	// breakLease needs no lease ID; periodSeconds < 0 sends no period.
+	// answer.LeaseTime is the time left until the lease is broken.
+	breakLease(ctx context.Context, periodSeconds int) (answer, error)
+	getProperties(ctx context.Context) (blobProps, error) // Get Blob Properties (HEAD)
+	// setMetadata is Set Blob Metadata: md replaces the blob's, on the
+	// conditions leaseID and If-Match: ifMatch (each unless "").
+	setMetadata(ctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error)
+	// createBlob is Put Blob: a zero-length block blob, If-None-Match: *.
+	createBlob(ctx context.Context) (answer, error)
+	createContainer(ctx context.Context) (answer, error)
+	// putBlob is Put Blob without conditions: a zero-length block blob
+	// with metadata md, replacing any (a marker, never a lease blob).
+	putBlob(ctx context.Context, md map[string]string) (answer, error)
+	// deleteBlob is Delete Blob, without a lease ID (a marker).
+	deleteBlob(ctx context.Context) (answer, error)
+}
 
-// azBlob sends blobAPI's requests on one blob with the SDK's clients,
-// which share the container's options (no SDK retries, a bounded try, the
-// bounded transport), and maps every failure once (Container.fail).
+// answer is what leaderrun reads from a successful response.
+type answer struct {
+	Date      time.Time // the Date header; zero if absent or malformed
+	ETag      string    // the ETag header, quotes included; "" if absent
+	LeaseTime int       // x-ms-lease-time in seconds (Break Lease); -1 if absent
+}
+
+// blobProps is a Get Blob Properties answer.
+type blobProps struct {
+	answer
+	LeaseState string            // x-ms-lease-state; "" if absent
+	Metadata   map[string]string // x-ms-meta-*, names lowercased; never nil
+	Created    time.Time         // x-ms-creation-time; zero if absent
+}
+
+// azBlob sends blobAPI's requests on one blob with the SDK's clients, which
+// share the container's options (clientOptions).
 type azBlob struct {
 	c         *Container
 	blob      *blob.Client
@@ -40,22 +76,11 @@ type azContainer struct {
 	container *container.Client
 }
 
-// azAuth is how requests are authorized: a Shared Key credential, a SAS
-// token (a query string without '?'), or an Entra ID token credential.
-// Exactly one is set.
+// azAuth authorizes requests; exactly one is set (sas: a query without '?').
 type azAuth struct {
 	key   *blob.SharedKeyCredential
 	sas   string
 	token azcore.TokenCredential
-}
-
-// newAzContainer builds the SDK's client of c. It makes no request.
-func newAzContainer(c *Container) (*azContainer, error) {
-	cc, err := newSDKContainer(c)
-	if err != nil {
-		return nil, err
-	}
-	return &azContainer{c: c, container: cc}, nil
 }
 
 // newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no
@@ -81,8 +106,7 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
 }
 
-// newSDKContainer is the SDK's client of c, made for the container's own
-// requests and for Create Container on behalf of each of its blobs.
+// newSDKContainer is c's SDK client (its requests, its blobs' Create Container).
 func newSDKContainer(c *Container) (*container.Client, error) {
 	co := &container.ClientOptions{ClientOptions: c.opts}
 	switch auth := c.cred; {
@@ -166,19 +190,12 @@ func (a *azBlob) getProperties(ctx context.Context) (blobProps, error) {
 	if err != nil {
 		return blobProps{}, a.c.fail("get properties", err)
 	}
-	p := blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata)}
-	if r.LeaseState != nil {
-		p.LeaseState = string(*r.LeaseState)
-	}
-	if r.CreationTime != nil {
-		p.Created = r.CreationTime.UTC()
-	}
-	return p, nil
+	return blobProps{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata),
+		LeaseState: string(deref(r.LeaseState)), Created: deref(r.CreationTime).UTC()}, nil
 }
 
-// lowerKeys is metadata as the SDK reads it, with its names lowercased:
-// the SDK reads them from canonicalized headers ("Holder"), and leaderrun
-// writes and reads them lowercased.
+// lowerKeys is metadata as the SDK reads it (from canonicalized headers:
+// "Holder"), its names lowercased as leaderrun writes and reads them.
 func lowerKeys(md map[string]*string) map[string]string {
 	out := make(map[string]string, len(md))
 	for k, v := range md {
@@ -189,8 +206,7 @@ func lowerKeys(md map[string]*string) map[string]string {
 	return out
 }
 
-// sdkMetadata is md as the SDK sends it. The SDK sends the names as given,
-// and Azure keeps their case: leaderrun writes every name lowercased.
+// sdkMetadata is md for the SDK, names lowercased (Azure keeps the case sent).
 func sdkMetadata(md map[string]string) map[string]*string {
 	meta := make(map[string]*string, len(md))
 	for k, v := range md {
@@ -237,12 +253,14 @@ func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.
 func newAnswer(date *time.Time, etag *azcore.ETag) answer {
-	a := answer{LeaseTime: -1}
-	if date != nil {
-		a.Date = date.UTC()
+	return answer{Date: deref(date).UTC(), ETag: string(deref(etag)), LeaseTime: -1}
+}
+
+// deref is *p, or the zero value for nil: the SDK answers with pointers.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	if etag != nil {
-		a.ETag = string(*etag)
-	}
-	return a
+	return v
 }

@@ -1,24 +1,23 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"time"
 )
 
-// Blob is one blob of a container: a lease (or one of its slots), or a
-// marker beside it, and the requests made on it. It is safe for concurrent
-// use.
+// Blob is one blob of a container (a lease, one of its slots, or a marker)
+// and the requests made on it. It is safe for concurrent use.
 type Blob struct {
 	c    *Container
 	name string
 	url  string // never with a query string
 	api  blobAPI
 
-	// marker is the lease's pause marker (names.go), which its slots
-	// share; nil for any other blob, and for the fakes of unit tests that
-	// do not test the pause.
+	// marker is the lease's pause marker (names.go), shared by its slots;
+	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
 }
 
@@ -55,10 +54,8 @@ type Properties struct {
 	Date     time.Time         // the service's Date response header; zero if absent
 	Created  time.Time         // when the blob was made (x-ms-creation-time); zero if unknown
 
-	// A scheduled lease's schedule and the occurrence last started
-	// (--schedule); "" and zero if none.
-	Schedule   string
-	Occurrence time.Time
+	Schedule   string    // --schedule: the schedule recorded; "" if none
+	Occurrence time.Time // --schedule: the occurrence last started; zero if none
 
 	// Parsed from the metadata; zero if absent or malformed.
 	Holder        string
@@ -68,9 +65,7 @@ type Properties struct {
 
 	LastRun *Run // the run of the lastrun* keys; nil if none was recorded
 
-	// Directory: the blob is a directory of a hierarchical-namespace
-	// account (account.go), not a lease.
-	Directory bool
+	Directory bool // a directory of a hierarchical-namespace account (account.go), not a lease
 
 	etag string // the blob's ETag when read; "" if absent
 }
@@ -97,32 +92,32 @@ func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
 	if err != nil {
 		return nil, err
 	}
-	state := StateAvailable
-	if resp.LeaseState != "" {
-		state = State(resp.LeaseState)
-	}
-	p := newProperties(state, resp.Metadata, resp.Date)
+	p := PropertiesOf(State(resp.LeaseState), resp.Metadata, resp.Date)
 	p.etag = resp.ETag
 	p.Created = resp.Created
 	return p, nil
 }
 
-// BreakAtPeriodEnd, as Break's period, sends no break period: the service
-// then frees the lease when the holder's current lease period ends. That is
-// the bound the holder's stop deadline is built on, so the holder notices
-// (its next renewal is refused) and stops its child before anyone else can
-// acquire — whatever duration the metadata records, even between a new
-// holder's acquire and its claim.
+// PropertiesOf parses a blob's lease state and metadata, from a read or a
+// listing (date is its Date): keys are lowercased, malformed values read as
+// absent.
+func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
+	return newProperties(cmp.Or(state, StateAvailable), md, date)
+}
+
+// BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees
+// the lease when the holder's current period ends, the bound its stop
+// deadline is built on, so the holder (its next renewal refused) stops its
+// child before anyone else can acquire, whatever duration the metadata
+// records, even between a new holder's acquire and its claim.
 const BreakAtPeriodEnd time.Duration = -1
 
-// BreakLease breaks the blob's lease, whoever holds it (no lease ID needed). With
-// BreakAtPeriodEnd the lease is free when the holder's current period ends
-// (the safe break). With a period (0–60 s, whole seconds) the service frees
-// it after the shorter of that period and what is left of the holder's:
-// shorter than the holder's lease, the old holder's child may still run
-// while a new holder starts; with period 0 the lease is broken at once. No
-// lease to break is an error wrapping ErrNotLeased.
-// It returns how long until the lease is broken, as the service reports it.
+// BreakLease breaks the blob's lease, whoever holds it, and returns how
+// long until it is broken, as the service says. With BreakAtPeriodEnd that
+// is when the holder's period ends (the safe break). With a period (0–60 s,
+// whole seconds) it is the shorter of that and what is left of the
+// holder's: the old holder's child may still run while a new holder starts;
+// 0 breaks it at once. No lease to break is an error wrapping ErrNotLeased.
 func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Duration, error) {
 	if period != BreakAtPeriodEnd && (period < 0 || period > MaxDuration || period%time.Second != 0) {
 		return 0, configErr("break period", "%s: want whole seconds from 0s to 60s", period)
@@ -143,17 +138,14 @@ func (b *Blob) BreakLease(ctx context.Context, period time.Duration) (time.Durat
 		}
 		return 0, err
 	}
-	var left time.Duration
-	if resp.LeaseTime > 0 {
-		left = time.Duration(resp.LeaseTime) * time.Second
-	}
+	left := time.Duration(max(resp.LeaseTime, 0)) * time.Second
 	b.c.log.Debug("lease broken", "url", b.url, "period", period, "broken_in", left)
 	return left, nil
 }
 
 // ensureBlob creates the container (when missing) and the zero-length lock
-// blob with If-None-Match: *, so that an existing blob is never overwritten.
-// Someone else creating either first is fine.
+// blob with If-None-Match: *, never overwriting one. Someone else creating
+// either first is fine.
 func (b *Blob) ensureBlob(ctx context.Context, containerMissing bool) error {
 	if containerMissing {
 		if _, err := b.api.createContainer(ctx); err == nil {

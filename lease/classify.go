@@ -1,6 +1,5 @@
-// classify.go: how a failed storage or network request is classified, once:
-// the kinds that decide what the caller does (retry, give up, held, gone),
-// the service's error codes compared outside, mapError, and the hint that
+// classify.go: how a failed storage or network request is classified, once
+// (mapError): the kinds that decide what the caller does, and the hint that
 // says what to do.
 
 package lease
@@ -34,8 +33,7 @@ const (
 	kindExists                          // 409 BlobAlreadyExists / ContainerAlreadyExists
 )
 
-// Error codes that code outside mapError compares with StorageError.Code
-// (the service's x-ms-error-code, spelled as the service spells it).
+// Error codes compared with StorageError.Code outside mapError.
 const (
 	codeBlobNotFound      = string(bloberror.BlobNotFound)
 	codeContainerNotFound = string(bloberror.ContainerNotFound)
@@ -43,9 +41,8 @@ const (
 	codeLeaseBreaking     = string(bloberror.LeaseIsBreakingAndCannotBeAcquired)
 )
 
-// fail maps a failed request's error; nil stays nil. The storage edge
-// (azblob.go) calls it once on what the SDK returns, so that nothing past
-// the edge sees an SDK error.
+// fail maps a failed request's error; nil stays nil. The edge (azblob.go)
+// calls it once on what the SDK returns: nothing past it sees an SDK error.
 func (c *Container) fail(op string, err error) error {
 	if err == nil {
 		return nil
@@ -53,11 +50,10 @@ func (c *Container) fail(op string, err error) error {
 	return c.mapError(op, err)
 }
 
-// mapError is the one place where storage and network errors are classified
-// and turned into a *StorageError: an *azcore.ResponseError (the service
-// answered, with a status and an x-ms-error-code) by status and code,
-// anything else (no answer) by its cause. It never keeps the original
-// error, whose text may hold the request URL with its SAS signature.
+// mapError classifies a storage or network error into a *StorageError: an
+// answer (*azcore.ResponseError) by status and x-ms-error-code, anything
+// else by its cause. It never keeps the original error, whose text may hold
+// the request URL with its SAS signature.
 func (c *Container) mapError(op string, err error) *StorageError {
 	var se *StorageError
 	if errors.As(err, &se) {
@@ -90,35 +86,26 @@ func (c *Container) mapError(op string, err error) *StorageError {
 		default:
 			se.kind = kindPermanent
 		}
-		permission := bloberror.HasCode(err, bloberror.AuthorizationPermissionMismatch,
-			bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch)
-		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se, permission))
+		se.Hint = cmp.Or(c.accountHint(se.setting, re), c.hint(se))
 		return se
 	}
 
 	se.Err = errors.New(c.sanitize(err))
-	var (
-		nonRetriable interface{ NonRetriable() }
-		dnsErr       *net.DNSError
-		certErr      *tls.CertificateVerificationError
-		unknownCA    x509.UnknownAuthorityError
-		hostErr      x509.HostnameError
-		invalidCert  x509.CertificateInvalidError
-	)
+	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		se.kind = kindTransient
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		se.kind = kindPermanent
 		se.Hint = "no such host: check the account name or the endpoint"
-	case errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
-		errors.As(err, &invalidCert):
+	case errors.As(err, new(*tls.CertificateVerificationError)) || errors.As(err, new(x509.UnknownAuthorityError)) ||
+		errors.As(err, new(x509.HostnameError)) || errors.As(err, new(x509.CertificateInvalidError)):
 		se.kind = kindPermanent
 		se.Hint = "the endpoint's TLS certificate is not trusted by this host"
-	case errors.As(err, &nonRetriable):
+	case errors.As(err, new(interface{ NonRetriable() })):
 		// The SDK marks credential failures (no Entra ID token) this way.
 		se.kind, se.summary = kindPermanent, noCredential
-		if c.auth == authEntra {
+		if c.src.auth == authEntra {
 			se.Hint = "no Microsoft Entra ID credential worked: on Azure VMs enable a managed identity; " +
 				"elsewhere use 'az login', or set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN"
 		}
@@ -128,12 +115,12 @@ func (c *Container) mapError(op string, err error) *StorageError {
 	return se
 }
 
-// hint says what to do about an answer, where there is something to do;
-// permission is whether the service said the credential lacks a permission.
-func (c *Container) hint(se *StorageError, permission bool) string {
+// hint says what to do about an answer, where there is something to do.
+func (c *Container) hint(se *StorageError) string {
+	permission := lacksPermission(se)
 	switch {
 	case se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized:
-		switch c.auth {
+		switch c.src.auth {
 		case authEntra:
 			if permission {
 				return "grant this identity the 'Storage Blob Data Contributor' role on container " +
@@ -157,6 +144,16 @@ func (c *Container) hint(se *StorageError, permission bool) string {
 	return ""
 }
 
+// lacksPermission: the service says the credential lacks a permission.
+func lacksPermission(se *StorageError) bool {
+	switch bloberror.Code(se.Code) {
+	case bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch,
+		bloberror.AuthorizationServiceMismatch:
+		return true
+	}
+	return false
+}
+
 var (
 	urlQuery  = regexp.MustCompile(`(?i)(https?://[^\s"'?]*)\?[^\s"']*`)
 	sigParam  = regexp.MustCompile(`(?i)sig=[^&\s"']*`)
@@ -167,14 +164,13 @@ var (
 // maxCauseLen bounds a sanitized cause, so that an error stays one log line.
 const maxCauseLen = 400
 
-// sanitize renders err without secrets: URLs lose their query string, SAS
-// signatures and the credentials' own secrets are redacted, and whitespace is
-// folded so that the text fits on one line.
+// sanitize renders err on one line without secrets: URLs lose their query
+// string, SAS signatures and the credentials' secrets are redacted.
 func (c *Container) sanitize(err error) string {
 	s := err.Error()
 	s = urlQuery.ReplaceAllString(s, "$1")
 	s = sigParam.ReplaceAllString(s, "sig=REDACTED")
-	for _, secret := range c.secrets {
+	for _, secret := range c.src.secrets {
 		if secret != "" {
 			s = strings.ReplaceAll(s, secret, "REDACTED")
 		}

@@ -145,7 +145,7 @@ func TestURLAndSASClientHideSecrets(t *testing.T) {
 }
 
 func TestMapError(t *testing.T) {
-	c := &Container{name: "c", auth: authEntra, secrets: []string{"topsecret"}}
+	c := &Container{name: "c", src: credentialSource{auth: authEntra, secrets: []string{"topsecret"}}}
 	for _, tc := range []struct {
 		name      string
 		err       error
@@ -273,7 +273,7 @@ func TestBreak(t *testing.T) {
 
 // A ResponseError made by the SDK keeps only status and code in our message.
 func TestStorageErrorMessage(t *testing.T) {
-	c := &Container{auth: authSharedKey}
+	c := &Container{src: credentialSource{auth: authSharedKey}}
 	se := c.mapError("renew", &azcore.ResponseError{StatusCode: 403, ErrorCode: "AuthenticationFailed"})
 	want := "lease: renew: storage answered 403 AuthenticationFailed (check the account name and key, " +
 		"this host's clock (key-signed requests carry its time), and the account's network rules)"

@@ -1,10 +1,10 @@
 // config.go: Config, the settings shared by the Elector and its leases,
-// with the bounds that make them safe, the defaults, and the checks that
-// NewElector applies.
+// their safe bounds, defaults and checks.
 
 package lease
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -20,10 +20,8 @@ const (
 
 	// killMargin: the child must be dead 1 s before the lease could pass
 	// on, and SIGKILL gets 500 ms to take effect.
-	killMargin = 1500 * time.Millisecond
-	// minRetryWindow: the time between the first renewal and StopAt must
-	// leave room for retries.
-	minRetryWindow  = time.Second
+	killMargin      = 1500 * time.Millisecond
+	minRetryWindow  = time.Second // left for retries between the first renewal and StopAt
 	minPollInterval = 100 * time.Millisecond
 	maxIdentityLen  = 256
 )
@@ -48,32 +46,26 @@ type Config struct {
 	Identity, Version string
 	Logger            hclog.Logger
 	// Slots is how many holders may hold the lease at once, each on its
-	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. With more than 1
-	// the claim records it in each slot's metadata, and a contender with
-	// another count is refused.
+	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. Above 1 the claim
+	// records it in each slot, and a contender with another count is refused.
 	Slots int
 }
 
 // StopBudget is the time between the stop signal and SIGKILL when the
-// keeper loses the lease: KillGrace, capped here at Duration/3 (5 s for a
-// 15 s lease), so that the stop signal, the grace and SIGKILL fit before the
-// lease can pass to another holder. The cap applies to a lost lease only: a
-// caller that stops its child for another reason, while the keeper still
-// renews, may give it the whole KillGrace. Valid after NewElector.
+// keeper loses the lease: KillGrace capped at Duration/3 (5 s for 15 s), so
+// that the signal, the grace and SIGKILL fit before the lease can pass on.
+// A child stopped for another reason while the keeper still renews may
+// get the whole KillGrace. Valid after NewElector.
 func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
 
 // withDefaults checks cfg and fills its defaults.
 func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Duration == 0 {
-		cfg.Duration = DefaultDuration
-	}
+	cfg.Duration = cmp.Or(cfg.Duration, DefaultDuration)
 	d := cfg.Duration
 	if d < MinDuration || d > MaxDuration || d%time.Second != 0 {
 		return cfg, configErr("lease duration", "%s: want whole seconds from 15s to 60s (infinite leases are refused)", d)
 	}
-	if cfg.RenewInterval == 0 {
-		cfg.RenewInterval = d / 3
-	}
+	cfg.RenewInterval = cmp.Or(cfg.RenewInterval, d/3)
 	if cfg.RenewInterval < time.Second || cfg.RenewInterval > d/2 {
 		return cfg, configErr("renew interval", "%s: want at least 1s and at most half the lease duration (%s)", cfg.RenewInterval, d/2)
 	}
@@ -83,27 +75,19 @@ func (cfg Config) withDefaults() (Config, error) {
 	if window := d - killMargin - cfg.StopBudget() - cfg.RenewInterval; window < minRetryWindow {
 		return cfg, configErr("renew interval", "%s leaves %s for retries before the stop deadline: want at least %s", cfg.RenewInterval, window, minRetryWindow)
 	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	if cfg.PollInterval < minPollInterval {
 		return cfg, configErr("poll interval", "%s: want at least %s", cfg.PollInterval, minPollInterval)
 	}
 	if err := checkHeaderValue("identity", cfg.Identity, maxIdentityLen); err != nil {
 		return cfg, err
 	}
-	if cfg.Version == "" {
-		cfg.Version = "unknown"
-	}
+	cfg.Version = cmp.Or(cfg.Version, "unknown")
 	if err := checkHeaderValue("version", cfg.Version, 64); err != nil {
 		return cfg, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.Slots == 0 {
-		cfg.Slots = 1
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger())
+	cfg.Slots = cmp.Or(cfg.Slots, 1)
 	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
 		return cfg, configErr("slots", "%d: want 1 to %d", cfg.Slots, MaxSlots)
 	}

@@ -1,10 +1,21 @@
+// A container of leases: where it is (ClientConfig), which of the
+// environment's storage credentials a client uses (in the README's order),
+// the SDK credential built from them, the bounded HTTP transport every SDK
+// client shares, and the blobs of the container.
+
 package lease
 
 import (
+	"cmp"
+	"errors"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -30,51 +41,37 @@ const (
 // authenticate. The secrets (ConnectionString, AccountKey, SASToken) come
 // from the environment and never appear in a log line or an error.
 type ClientConfig struct {
-	// Blob is the lease name, for NewLeaseBlob; "" for NewContainer. It
-	// may contain '/'.
-	Container, Blob string
-	// Account is the storage account name; Endpoint the blob service URL,
-	// by default https://<account>.blob.core.windows.net. Endpoint
-	// overrides a connection string's BlobEndpoint.
+	Container, Blob string // Blob: the lease name (may contain '/') for NewLeaseBlob; "" for NewContainer
+	// Account is the storage account name; Endpoint the blob service URL
+	// (https://<account>.blob.core.windows.net by default), which overrides
+	// a connection string's BlobEndpoint.
 	Account, Endpoint string
-	// Credentials, used in this order: ConnectionString; Account +
-	// AccountKey; SASToken (with Account or Endpoint); otherwise Microsoft
-	// Entra ID through azidentity.DefaultAzureCredential.
+	// Credentials, in this order: ConnectionString; Account + AccountKey;
+	// SASToken (with Account or Endpoint); otherwise Microsoft Entra ID
+	// (azidentity.DefaultAzureCredential).
 	ConnectionString, AccountKey, SASToken string
 	Logger                                 hclog.Logger
 }
 
-// Container is a container of leases: its credentials and transport, which
-// every blob of it shares, its listing, and the classification of what the
-// service answers (classify.go), which names the container and the
-// credential in its hints. It is safe for concurrent use.
+// Container is a container of leases: the credentials and transport its
+// blobs share, its listing, and the classification of what the service
+// answers (classify.go). It is safe for concurrent use.
 type Container struct {
-	name    string
-	url     string // never with a query string
-	auth    authMode
-	secrets []string // redacted from every error message
-	cred    azAuth
-	opts    azcore.ClientOptions
-	api     containerAPI
-	log     hclog.Logger
+	name string
+	url  string           // never with a query string
+	src  credentialSource // its secrets redacted from every error message
+	cred azAuth
+	opts azcore.ClientOptions
+	api  containerAPI
+	log  hclog.Logger
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
-// SDK's client of the container. It makes no request. A configuration that
-// cannot work is a *ConfigError.
-//
-// The SDK's own retries are off (leaderrun retries with its own deadlines),
-// every try is bounded, and the HTTP transport bounds dialing, the TLS
-// handshake and the wait for response headers, and speaks HTTP/1.1 only, so
-// that a request cut by its deadline takes its connection with it (a stuck
-// HTTP/2 connection would hang every later renewal until the lease is lost).
+// SDK's client of the container (clientOptions). It makes no request. A
+// configuration that cannot work is a *ConfigError.
 func NewContainer(cfg ClientConfig) (*Container, error) {
 	if cfg.Blob != "" {
 		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
 	}
 	if err := validateContainer(cfg.Container); err != nil {
 		return nil, err
@@ -83,7 +80,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Container{name: cfg.Container, auth: src.auth, secrets: src.secrets, log: log.Named("lease")}
+	c := &Container{name: cfg.Container, src: src, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease")}
 	endpoint := src.endpoint
 	if endpoint == "" {
 		if src.account == "" {
@@ -103,10 +100,12 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if c.cred, err = c.sdkAuth(src, c.opts); err != nil {
 		return nil, err
 	}
-	if c.api, err = newAzContainer(c); err != nil {
+	cc, err := newSDKContainer(c)
+	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	c.log.Debug("storage client", "url", c.url, "auth", c.auth.String())
+	c.api = &azContainer{c: c, container: cc}
+	c.log.Debug("storage client", "url", c.url, "auth", c.src.auth.String())
 	return c, nil
 }
 
@@ -135,22 +134,124 @@ func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 	return b, nil
 }
 
-// Blob addresses a blob of the container (a lease, one of its slots or
-// markers: see names.go) with the container's credentials and transport.
-// It makes no request.
+// Blob addresses a blob of the container (names.go) with its credentials
+// and transport. It makes no request.
 func (c *Container) Blob(name string) (*Blob, error) {
 	if err := validateBlobName(name); err != nil {
 		return nil, err
 	}
-	b := &Blob{c: c, name: name, url: c.BlobURL(name)}
-	api, err := newAzBlob(c, b.url)
+	url := c.BlobURL(name)
+	api, err := newAzBlob(c, url)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	b.api = api
-	return b, nil
+	return &Blob{c: c, name: name, url: url, api: api}, nil
 }
 
-// BlobURL is the URL of a blob of the container, without any query
-// string, SAS or credential.
+// BlobURL is the URL of a blob of the container, without any query string.
 func (c *Container) BlobURL(blob string) string { return c.url + "/" + escapeBlobName(blob) }
+
+type authMode int
+
+const (
+	authEntra authMode = iota
+	authSharedKey
+	authSAS
+)
+
+func (a authMode) String() string {
+	return [...]string{authEntra: "Microsoft Entra ID", authSharedKey: "shared key", authSAS: "SAS token"}[a]
+}
+
+// credentialSource is what the configuration gives a client: the account
+// and the endpoint (either may be empty), the secret in use and the strings
+// to redact from every error.
+type credentialSource struct {
+	auth              authMode
+	account, endpoint string
+	key, sas          string
+	secrets           []string
+	fromConnString    bool // the credential came from a connection string
+}
+
+// pickCredentials applies the order of ClientConfig's credentials. The
+// endpoint of cfg overrides a connection string's BlobEndpoint.
+func pickCredentials(cfg ClientConfig) (credentialSource, error) {
+	src := credentialSource{account: cfg.Account, endpoint: cfg.Endpoint}
+	switch {
+	case cfg.ConnectionString != "":
+		cs, err := parseConnectionString(cfg.ConnectionString)
+		if err != nil {
+			return src, err
+		}
+		src.account, src.key, src.sas, src.fromConnString = cs.account, cs.key, cs.sas, true
+		src.endpoint = cmp.Or(src.endpoint, cs.endpoint)
+		src.secrets = append(src.secrets, cfg.ConnectionString, cs.key, cs.sas)
+	case cfg.AccountKey != "":
+		if src.account == "" {
+			return src, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
+		}
+		src.key = cfg.AccountKey
+		src.secrets = append(src.secrets, src.key)
+	case cfg.SASToken != "":
+		src.sas = strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
+		if src.sas == "" {
+			return src, configErr("credentials", "AZURE_STORAGE_SAS_TOKEN is empty")
+		}
+		src.secrets = append(src.secrets, cfg.SASToken, src.sas)
+	}
+	switch {
+	case src.key != "":
+		src.auth = authSharedKey
+	case src.sas != "":
+		src.auth = authSAS
+	default:
+		src.auth = authEntra
+	}
+	return src, nil
+}
+
+// sdkAuth builds the SDK's credential for src: a Shared Key credential, the
+// SAS (sent in the URL), or DefaultAzureCredential, whose token requests
+// use the same bounded transport.
+func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
+	var auth azAuth
+	switch src.auth {
+	case authSharedKey:
+		cred, err := blob.NewSharedKeyCredential(src.account, src.key)
+		if err != nil {
+			return auth, configErr("credentials", "the account key is not valid base64")
+		}
+		auth.key = cred
+	case authSAS:
+		auth.sas = src.sas
+	default:
+		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
+			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
+		})
+		if err != nil {
+			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
+				Hint: "no Microsoft Entra ID credential is configured on this host"}
+		}
+		auth.token = cred
+	}
+	return auth, nil
+}
+
+// newTransport bounds dialing, the TLS handshake and the wait for response
+// headers, and speaks HTTP/1.1 only, so that a request cut by its deadline
+// takes its connection with it (a stuck HTTP/2 connection would hang every
+// later renewal until the lease is lost).
+func newTransport() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = tlsTimeout
+	tr.ResponseHeaderTimeout = headerTimeout
+	tr.ExpectContinueTimeout = time.Second
+	tr.IdleConnTimeout = 60 * time.Second
+	tr.ForceAttemptHTTP2 = false
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	tr.Protocols = &protocols
+	return &http.Client{Transport: tr}
+}

@@ -1,9 +1,7 @@
 // Doctor: `leaderrun doctor`'s checks. Each tries for real what a run will
 // need, on a scratch blob beside the lease (NAME~doctor-RANDOM, which
 // `list` does not show as a lease) that it deletes at the end, and says
-// what the service answered: the credential, the API version, the
-// account and the container's settings, each permission, the clock and the
-// round trip.
+// what the service answered.
 
 package lease
 
@@ -30,8 +28,7 @@ const (
 	CheckFailed  CheckStatus = "failed"  // something a run needs is refused
 )
 
-// Check is one line of doctor's report. Detail is one line and holds no
-// secret.
+// Check is one line of doctor's report. Detail holds no secret.
 type Check struct {
 	Name   string
 	Status CheckStatus
@@ -59,8 +56,8 @@ const (
 var checkOrder = []string{CheckCredential, CheckEndpoint, CheckVersion, CheckAccount, CheckContainer, CheckCreate,
 	CheckRead, CheckLease, CheckMetadata, CheckList, CheckDelete, CheckClock, CheckRoundTrip, CheckLeaseName}
 
-// DoctorConfig is what Doctor checks: the storage (Client, whose Blob is
-// the lease name, "" for none) and the timing a run would use.
+// DoctorConfig is what Doctor checks: the storage (Client.Blob is the lease
+// name, "" for none) and the timing a run would use.
 type DoctorConfig struct {
 	Client    ClientConfig
 	Duration  time.Duration // the lease duration; 0 means 15s
@@ -71,19 +68,16 @@ const (
 	doctorScratch = "doctor-"          // the scratch blob is NAME~doctor-RANDOM
 	doctorNoName  = "leaderrun-doctor" // NAME when none is given
 	doctorReads   = 10                 // reads timed for the round trip
-	// skewWarn: a clock further off than this from the service's is
-	// not kept in time (the Date header has whole seconds).
+	// skewWarn: a clock further off than this is not kept in time (the
+	// Date header has whole seconds).
 	skewWarn = 10 * time.Second
 )
 
-// Doctor tries every request a run makes on a scratch blob beside the lease
-// (created, leased, written, listed, deleted) and reports, one Check each,
-// what the service said. A configuration it cannot accept (names, duration,
-// endpoint, credentials) is a *ConfigError; whatever the storage answers,
-// or does not, is a Check. It leaves no blob behind unless deleting it is
-// refused, which the delete check says. With Microsoft Entra ID it listens
-// to the Azure SDK's log while it runs, to name the credential that
-// DefaultAzureCredential used: do not run two at once.
+// Doctor reports, one Check each, what the service said to every request a
+// run makes. A configuration it cannot accept is a *ConfigError; whatever
+// the storage answers, or does not, is a Check. It leaves no blob behind
+// unless the delete is refused. With Microsoft Entra ID it listens to the
+// Azure SDK's process-wide log (watchCredential): do not run two at once.
 func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	lc, err := Config{Duration: cfg.Duration, KillGrace: cfg.KillGrace, Identity: doctorNoName}.withDefaults()
 	if err != nil {
@@ -109,18 +103,14 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := pickCredentials(cfg.Client)
-	if err != nil {
-		return nil, err
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
 	s, err := c.Blob(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
-	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: src, sas: sasFields(src.sas), results: map[string]Check{}}
-	if src.auth == authEntra {
+	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: c.src, sas: sasFields(c.src.sas), results: map[string]Check{}}
+	if c.src.auth == authEntra {
 		stop := d.watchCredential()
 		defer stop()
 	}
@@ -136,7 +126,7 @@ type doctor struct {
 	name    string // the lease name; "" for none
 	cfg     Config // the run's timing, defaults applied
 	src     credentialSource
-	sas     url.Values // the SAS token's fields, signature left out; nil without one
+	sas     url.Values // the SAS token's fields, signature left out
 	results map[string]Check
 
 	mu        sync.Mutex
@@ -168,32 +158,27 @@ type reply struct {
 	err *StorageError // nil if it succeeded
 }
 
-// answered reports whether the service answered (a success or a refusal).
-func (r reply) answered() bool { return r.err == nil || r.err.StatusCode != 0 }
-
-// do sends one request, bounded by requestTimeout, and notes the clock and
-// the API version of its answer. op names it in errors.
-func (d *doctor) do(ctx context.Context, op string, f func(context.Context) error) reply {
+// send sends one of d's requests, bounded by requestTimeout, and notes the
+// clock and the API version of its answer. op names it in errors.
+func send[T any](ctx context.Context, d *doctor, op string, f func(context.Context) (T, error)) (T, reply) {
 	var raw *http.Response
 	rctx, cancel := context.WithTimeout(policy.WithCaptureResponse(ctx, &raw), requestTimeout)
 	defer cancel()
 	sent := time.Now()
-	err := f(rctx)
+	v, err := f(rctx)
 	r := reply{rtt: time.Since(sent)}
 	if err != nil {
 		r.err = d.c.mapError(op, err)
 	}
-	if raw != nil {
-		if raw.Request != nil && d.version == "" {
-			d.version = headerValue(raw.Request.Header, headerVersion)
-		}
-		if date := answerDate(raw); !date.IsZero() {
-			// Date has whole seconds: the service's clock was within the
-			// second after it, at about the middle of the round trip.
-			d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
-		}
+	if raw != nil && raw.Request != nil && d.version == "" {
+		d.version = headerValue(raw.Request.Header, headerVersion)
 	}
-	return r
+	if date := answerDate(raw); !date.IsZero() {
+		// Date has whole seconds: the service's clock was within the
+		// second after it, at about the middle of the round trip.
+		d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
+	}
+	return v, r
 }
 
 func (d *doctor) run(ctx context.Context) {
@@ -206,10 +191,8 @@ func (d *doctor) run(ctx context.Context) {
 		d.clock()
 		return
 	}
-	created := false
-	if writable {
-		created = d.create(ctx)
-	} else {
+	created := writable && d.create(ctx)
+	if !writable {
 		d.notTried("a scratch blob could not be deleted from this container", CheckCreate)
 	}
 	d.reads(ctx)
@@ -219,11 +202,11 @@ func (d *doctor) run(ctx context.Context) {
 		d.remove(ctx)
 		d.containerWritten()
 	} else {
+		why := "no scratch blob"
 		if writable {
-			d.notTried("no scratch blob (create was refused)", CheckLease, CheckMetadata, CheckDelete)
-		} else {
-			d.notTried("no scratch blob", CheckLease, CheckMetadata, CheckDelete)
+			why += " (create was refused)"
 		}
+		d.notTried(why, CheckLease, CheckMetadata, CheckDelete)
 		d.list(ctx, false)
 	}
 	d.clock()
@@ -237,15 +220,14 @@ func (d *doctor) notTried(why string, checks ...string) {
 	}
 }
 
-// probe reads the scratch blob, which does not exist yet: the first answer
-// says whether the credential is accepted and the API version understood.
-// It reports whether to go on.
+// probe reads the scratch blob, not made yet: the answer says whether the
+// credential and the API version are accepted. It reports whether to go on.
 func (d *doctor) probe(ctx context.Context) bool {
-	r := d.do(ctx, "get properties", func(ctx context.Context) error { _, err := d.s.api.getProperties(ctx); return err })
+	_, r := send(ctx, d, "get properties", d.s.api.getProperties)
 	se := r.err
 	switch {
 	case se == nil || se.kind == kindBlobMissing || se.kind == kindContainerMissing:
-	case isVersionRefusal(se):
+	case se.setting == settingVersion:
 		d.set(CheckCredential, CheckWarning, "%s: not checked (the service refused the API version first)", d.credential())
 		d.set(CheckVersion, CheckFailed, "refused: %s", answerText(se))
 		return false
@@ -253,7 +235,7 @@ func (d *doctor) probe(ctx context.Context) bool {
 		d.set(CheckCredential, CheckFailed, "%s: refused: %s", d.credential(), answerText(se))
 		d.clock()
 		return false
-	case !r.answered():
+	case se.StatusCode == 0: // no answer
 		d.set(CheckCredential, CheckWarning, "%s: not checked (no answer)", d.credential())
 		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.c.url, answerText(se))
 		return false
@@ -266,7 +248,6 @@ func (d *doctor) probe(ctx context.Context) bool {
 	}
 	d.set(CheckCredential, CheckOK, "%s: accepted", d.credential())
 	d.set(CheckEndpoint, CheckOK, "%s", d.c.url)
-	v := cmp.Or(d.version, "the SDK's")
-	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", v)
+	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", cmp.Or(d.version, "the SDK's"))
 	return true
 }

@@ -1,11 +1,10 @@
-// doctor_blob.go: doctor's checks on the scratch blob after its reads: the
-// lease and the metadata write, the listing and the delete, the clock and
-// the lease name.
+// doctor_blob.go: doctor's checks after the scratch blob's reads (lease,
+// metadata, list, delete, clock, lease name), and how it words a credential
+// and a refusal.
 
 package lease
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -16,38 +15,32 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/google/uuid"
 )
 
 // leaseAndMetadata acquires the scratch blob's lease for the run's
-// duration, renews it, writes metadata with the lease ID as a claim does,
-// and releases it (breaking it if the release is refused, so that the
-// blob can be deleted).
+// duration, renews it, writes metadata as a claim does, and releases it
+// (breaks it if the release is refused, so that the blob can be deleted).
 func (d *doctor) leaseAndMetadata(ctx context.Context) {
 	id := uuid.NewString()
-	var etag string
-	r := d.do(ctx, "acquire", func(ctx context.Context) error {
-		ans, err := d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
-		etag = ans.ETag
-		return err
+	acquired, r := send(ctx, d, "acquire", func(ctx context.Context) (answer, error) {
+		return d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
 	})
 	if r.err != nil {
 		d.set(CheckLease, CheckFailed, "acquire refused: %s", d.refusal(r.err, "write (w)"))
 		d.set(CheckMetadata, CheckWarning, "not tried: the lease was refused")
 		return
 	}
-	renew := d.do(ctx, "renew", func(ctx context.Context) error { _, err := d.s.api.renewLease(ctx, id); return err })
-	md := d.do(ctx, "set metadata", func(ctx context.Context) error {
-		_, err := d.s.api.setMetadata(ctx, id, etag, map[string]string{"doctor": "1"})
-		return err
+	_, renew := send(ctx, d, "renew", func(ctx context.Context) (answer, error) { return d.s.api.renewLease(ctx, id) })
+	_, md := send(ctx, d, "set metadata", func(ctx context.Context) (answer, error) {
+		return d.s.api.setMetadata(ctx, id, acquired.ETag, map[string]string{"doctor": "1"})
 	})
 	if md.err != nil {
 		d.set(CheckMetadata, CheckFailed, "refused: %s", d.refusal(md.err, "write (w)"))
 	} else {
 		d.set(CheckMetadata, CheckOK, "allowed (with the lease ID and If-Match, as a claim writes)")
 	}
-	rel := d.do(ctx, "release", func(ctx context.Context) error { _, err := d.s.api.releaseLease(ctx, id); return err })
+	_, rel := send(ctx, d, "release", func(ctx context.Context) (answer, error) { return d.s.api.releaseLease(ctx, id) })
 	switch {
 	case renew.err != nil:
 		d.set(CheckLease, CheckFailed, "acquire allowed, renew refused: %s", d.refusal(renew.err, "write (w)"))
@@ -57,19 +50,18 @@ func (d *doctor) leaseAndMetadata(ctx context.Context) {
 		d.set(CheckLease, CheckOK, "acquire (%s), renew and release allowed", d.cfg.Duration)
 	}
 	if rel.err != nil {
-		d.do(ctx, "break", func(ctx context.Context) error { _, err := d.s.api.breakLease(ctx, 0); return err })
+		send(ctx, d, "break", func(ctx context.Context) (answer, error) { return d.s.api.breakLease(ctx, 0) })
 	}
 }
 
 // list lists the scratch blob's name, as the slot poll, list, status and
 // completion list the lease's.
 func (d *doctor) list(ctx context.Context, created bool) {
-	var found bool
-	r := d.do(ctx, "list blobs", func(ctx context.Context) error {
+	blobs, r := send(ctx, d, "list blobs", func(ctx context.Context) ([]listedBlob, error) {
 		blobs, _, err := d.c.api.listBlobs(ctx, d.s.name, false)
-		found = slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
-		return err
+		return blobs, err
 	})
+	found := slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
 	const who = "list, status's slots and pause, completion and runs with --slots above 1 need it"
 	switch {
 	case r.err != nil:
@@ -81,9 +73,8 @@ func (d *doctor) list(ctx context.Context, created bool) {
 	}
 }
 
-// remove deletes the scratch blob.
 func (d *doctor) remove(ctx context.Context) {
-	r := d.do(ctx, "delete blob", func(ctx context.Context) error { _, err := d.s.api.deleteBlob(ctx); return err })
+	_, r := send(ctx, d, "delete blob", d.s.api.deleteBlob)
 	if r.err != nil && r.err.kind != kindBlobMissing {
 		d.set(CheckDelete, CheckWarning, "refused: %s; resume needs it, and the scratch blob %s is left behind: delete it with a credential that may",
 			d.refusal(r.err, "delete (d)"), d.s.URL())
@@ -117,12 +108,7 @@ func (d *doctor) leaseName(ctx context.Context) {
 	if d.name == "" {
 		return
 	}
-	var p *Properties
-	r := d.do(ctx, "get properties", func(ctx context.Context) error {
-		var err error
-		p, err = d.lease.getProperties(ctx)
-		return err
-	})
+	p, r := send(ctx, d, "get properties", d.lease.getProperties)
 	switch {
 	case r.err != nil:
 		d.set(CheckLeaseName, CheckWarning, "%s: cannot read it: %s", d.name, answerText(r.err))
@@ -142,22 +128,16 @@ func (d *doctor) leaseName(ctx context.Context) {
 	}
 }
 
-// credential names the credential in use, and where it came from, without
-// any secret.
+// credential names the credential in use and where it came from.
 func (d *doctor) credential() string {
-	cs := d.src.fromConnString
+	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[d.src.auth]
+	if d.src.fromConnString {
+		from = "AZURE_STORAGE_CONNECTION_STRING"
+	}
 	switch d.src.auth {
 	case authSharedKey:
-		from := "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY"
-		if cs {
-			from = "AZURE_STORAGE_CONNECTION_STRING"
-		}
 		return fmt.Sprintf("shared key of account %s, from %s", d.src.account, from)
 	case authSAS:
-		from := "AZURE_STORAGE_SAS_TOKEN"
-		if cs {
-			from = "AZURE_STORAGE_CONNECTION_STRING"
-		}
 		var parts []string
 		if sp := d.sas.Get("sp"); sp != "" {
 			parts = append(parts, "permissions "+sp)
@@ -184,8 +164,7 @@ func (d *doctor) credential() string {
 	return desc
 }
 
-// entraSource says which of DefaultAzureCredential's sources a credential
-// type is.
+// entraSource names DefaultAzureCredential's source of a credential type.
 func entraSource(typeName string) string {
 	names := map[string]string{
 		"EnvironmentCredential":       "service principal from AZURE_CLIENT_ID and its secret or certificate",
@@ -201,9 +180,8 @@ func entraSource(typeName string) string {
 	return typeName
 }
 
-// watchCredential listens to the Azure SDK's log for the line in which
-// DefaultAzureCredential says which source authenticated. The SDK's log
-// is process-wide; stop ends the listening.
+// watchCredential listens to the Azure SDK's process-wide log for the
+// source DefaultAzureCredential authenticated with, until stop.
 func (d *doctor) watchCredential() (stop func()) {
 	log.SetEvents(azidentity.EventAuthentication)
 	log.SetListener(func(ev log.Event, msg string) {
@@ -222,12 +200,8 @@ func (d *doctor) watchCredential() (stop func()) {
 	}
 }
 
-// sasFields parses a SAS token's query without its signature; nil if
-// there is none.
+// sasFields parses a SAS token's query, signature left out; nil if malformed.
 func sasFields(sas string) url.Values {
-	if sas == "" {
-		return nil
-	}
 	v, err := url.ParseQuery(sas)
 	if err != nil {
 		return nil
@@ -236,25 +210,17 @@ func sasFields(sas string) url.Values {
 	return v
 }
 
-// authRefused: the service did not accept the credential at all (a bad
-// key or signature, shared-key access disabled, a token for another
-// tenant, the account's network rules), as opposed to a permission the
-// credential lacks.
+// authRefused: the credential was not accepted at all (a bad key or
+// signature, shared-key access disabled, a token for another tenant, the
+// account's network rules), not merely short of a permission.
 func authRefused(se *StorageError) bool {
 	return (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden) && !permissionRefused(se)
 }
 
 // permissionRefused: the credential was accepted and lacks a permission.
 func permissionRefused(se *StorageError) bool {
-	switch bloberror.Code(se.Code) {
-	case bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationResourceTypeMismatch,
-		bloberror.AuthorizationServiceMismatch:
-		return se.StatusCode == http.StatusForbidden
-	}
-	return false
+	return se.StatusCode == http.StatusForbidden && lacksPermission(se)
 }
-
-func isVersionRefusal(se *StorageError) bool { return se.setting == settingVersion }
 
 // answerText is what the service answered, with the cause and the fix
 // when they are known; the sanitized failure when no answer came.
@@ -262,7 +228,7 @@ func answerText(se *StorageError) string {
 	if se.StatusCode == 0 {
 		return strings.TrimPrefix(se.Error(), "lease: ")
 	}
-	s := fmt.Sprintf("%d %s", se.StatusCode, cmp.Or(se.Code, http.StatusText(se.StatusCode)))
+	s := se.status()
 	if se.Hint != "" {
 		s += " (" + se.Hint + ")"
 	}
@@ -270,13 +236,12 @@ func answerText(se *StorageError) string {
 }
 
 // refusal is a refused request's detail: the answer and, when the
-// credential lacks a permission, what grants it. sasPerm is the SAS
-// permission the request needs.
+// credential lacks a permission, what grants it (sasPerm for a SAS).
 func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 	if !permissionRefused(se) {
 		return answerText(se)
 	}
-	what := fmt.Sprintf("%d %s", se.StatusCode, se.Code)
+	what := se.status()
 	switch d.src.auth {
 	case authSAS:
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)

@@ -1,10 +1,10 @@
-// doctor_checks.go: doctor's first checks (doctor.go runs them in order):
-// the account and the container's settings, the scratch blob's create, its
-// reads and the round trip.
+// doctor_checks.go: doctor's first checks (run in order by doctor.go): the
+// account, the container, the scratch blob's create, reads and round trip.
 
 package lease
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -14,20 +14,12 @@ import (
 
 // account reads Get Account Information: kind, SKU, hierarchical namespace.
 func (d *doctor) account(ctx context.Context) {
-	var ai accountInfo
-	r := d.do(ctx, "get account information", func(ctx context.Context) error {
-		var err error
-		ai, err = d.c.api.accountInfo(ctx)
-		return err
-	})
+	ai, r := send(ctx, d, "get account information", d.c.api.accountInfo)
 	if r.err != nil {
 		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
 		return
 	}
-	desc := strings.Join(nonEmpty(ai.Kind, ai.SKU), ", ")
-	if desc == "" {
-		desc = "kind not said"
-	}
+	desc := cmp.Or(strings.Join(nonEmpty(ai.Kind, ai.SKU), ", "), "kind not said")
 	if !ai.HNS {
 		d.set(CheckAccount, CheckOK, "%s, hierarchical namespace off", desc)
 		return
@@ -44,20 +36,15 @@ func nonEmpty(ss ...string) []string {
 	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
 }
 
-// container reads Get Container Properties: an immutability policy or a
-// legal hold refuses every write a run makes after its first. A missing
-// container is created, as a run would. It reports whether to go on, and
-// whether a scratch blob could be deleted again (writable).
+// container reads Get Container Properties (an immutability policy or a
+// legal hold refuses every write after the first), creating a missing
+// container as a run would. It reports whether to go on, and whether a
+// scratch blob could be deleted again (writable).
 func (d *doctor) container(ctx context.Context) (usable, writable bool) {
-	var ci containerInfo
-	r := d.do(ctx, "get container properties", func(ctx context.Context) error {
-		var err error
-		ci, err = d.c.api.containerInfo(ctx)
-		return err
-	})
+	ci, r := send(ctx, d, "get container properties", d.c.api.containerInfo)
 	switch {
 	case r.err != nil && r.err.kind == kindContainerMissing:
-		c := d.do(ctx, "create container", func(ctx context.Context) error { _, err := d.s.api.createContainer(ctx); return err })
+		_, c := send(ctx, d, "create container", d.s.api.createContainer)
 		if c.err != nil && c.err.kind != kindExists {
 			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
 				d.c.name, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
@@ -97,7 +84,7 @@ func (d *doctor) containerWritten() {
 
 // create creates the scratch blob as a run creates a lease blob.
 func (d *doctor) create(ctx context.Context) bool {
-	r := d.do(ctx, "create blob", func(ctx context.Context) error { _, err := d.s.api.createBlob(ctx); return err })
+	_, r := send(ctx, d, "create blob", d.s.api.createBlob)
 	if r.err != nil {
 		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
 		return false
@@ -106,15 +93,14 @@ func (d *doctor) create(ctx context.Context) bool {
 	return true
 }
 
-// reads reads the scratch blob doctorReads times, for the read check and
-// the round trip.
+// reads reads the scratch blob doctorReads times (read, round trip).
 func (d *doctor) reads(ctx context.Context) {
 	var (
 		rtts    []time.Duration
 		refused *StorageError
 	)
 	for range doctorReads {
-		r := d.do(ctx, "get properties", func(ctx context.Context) error { _, err := d.s.api.getProperties(ctx); return err })
+		_, r := send(ctx, d, "get properties", d.s.api.getProperties)
 		switch {
 		case r.err == nil || r.err.kind == kindBlobMissing:
 			rtts = append(rtts, r.rtt)
@@ -132,9 +118,8 @@ func (d *doctor) reads(ctx context.Context) {
 	d.roundTrip(rtts)
 }
 
-// roundTrip reports the reads' p50 and p95, and what a renewal has at the
-// run's lease duration: each try is cut at renewTry, and tries go on for
-// the window before the stop signal.
+// roundTrip reports the reads' p50 and p95 against a renewal's try and
+// window before the stop signal, at the run's lease duration.
 func (d *doctor) roundTrip(rtts []time.Duration) {
 	if len(rtts) == 0 {
 		d.set(CheckRoundTrip, CheckWarning, "not measured: no read was answered")

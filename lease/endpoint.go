@@ -5,6 +5,7 @@
 package lease
 
 import (
+	"cmp"
 	"net"
 	"net/url"
 	"strings"
@@ -56,26 +57,18 @@ func parseConnectionString(s string) (connString, error) {
 		if err := validateAccount(cs.account); err != nil {
 			return connString{}, err
 		}
-		proto := strings.ToLower(fields["defaultendpointsprotocol"])
-		if proto == "" {
-			proto = "https"
-		}
+		proto := cmp.Or(strings.ToLower(fields["defaultendpointsprotocol"]), "https")
 		if proto != "https" && proto != "http" {
 			return connString{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
 		}
-		suffix := fields["endpointsuffix"]
-		if suffix == "" {
-			suffix = "core.windows.net"
-		}
-		cs.endpoint = proto + "://" + cs.account + ".blob." + suffix
+		cs.endpoint = proto + "://" + cs.account + ".blob." + cmp.Or(fields["endpointsuffix"], "core.windows.net")
 	}
 	return cs, nil
 }
 
 // checkEndpoint validates the blob service URL and returns it without a
-// trailing slash, and whether its host is loopback. Plain http is refused
-// unless the host is loopback (Azurite); a query string is refused (a SAS
-// token belongs in AZURE_STORAGE_SAS_TOKEN). Errors never echo the URL.
+// trailing slash, and whether its host is loopback, the only one plain http
+// may go to (Azurite). Errors never echo the URL.
 func checkEndpoint(endpoint string) (string, bool, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" || u.Opaque != "" {
@@ -102,11 +95,7 @@ func checkEndpoint(endpoint string) (string, bool, error) {
 }
 
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // nil (no IP) is not loopback
 }
 
 // validateContainer applies Azure's container naming rules.
@@ -133,9 +122,7 @@ func validateContainer(name string) error {
 	return nil
 }
 
-// validateBlobName refuses names that Azure rejects or that a URL would
-// rewrite: empty, longer than 1024 characters, control characters, empty,
-// "." or ".." path segments, or a trailing dot.
+// validateBlobName refuses names Azure rejects or a URL would rewrite.
 func validateBlobName(name string) error {
 	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
 	switch {

@@ -1,15 +1,14 @@
 package lease
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
-// Sentinel errors. Test for them with errors.Is; the typed errors below
-// carry the details.
+// Sentinel errors, for errors.Is; the typed errors below carry the details.
 var (
 	// ErrHeld: the lease is held by another holder and was not acquired
 	// (no-wait, or the wait timed out). See *HeldError.
@@ -25,10 +24,9 @@ var (
 	ErrNotLeased = errors.New("lease: not leased")
 )
 
-// ConfigError is a configuration that cannot work or cannot be safe: an
-// invalid container or blob name, a missing account, a plain-http endpoint
-// that is not loopback, a lease duration outside 15–60 s, … It never contains
-// a secret.
+// ConfigError is a configuration that cannot work or cannot be safe (an
+// invalid name, a missing account, plain http to a host that is not
+// loopback, a lease duration outside 15–60 s, …). It holds no secret.
 type ConfigError struct {
 	Field string // what is wrong: "container name", "lease duration", …
 	Err   error
@@ -41,14 +39,11 @@ func configErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// HeldError reports that the lease is held by someone else. errors.Is(err,
-// ErrHeld) is true.
-//
-// Holder, Since and Term come from the blob's metadata, which a new holder
-// writes a round trip after its acquire: a read in between shows the lease
-// held and the metadata of the term before. Stale says when that is known
-// (see StaleHolder); a previous holder whose run was cut (lost, killed) left
-// no end, and its stale metadata cannot be told from a current holder's.
+// HeldError reports that the lease is held by someone else; errors.Is(err,
+// ErrHeld) is true. Holder, Since and Term come from the metadata, which a
+// new holder writes a round trip after its acquire: a read in between shows
+// the term before. Stale says when that is known (StaleHolder); a holder
+// whose run was cut (lost, killed) left no end: its metadata looks current.
 type HeldError struct {
 	Holder string    // the holder's identity from the blob's metadata; "" if unknown
 	Since  time.Time // when its term began (service time); zero if unknown
@@ -57,38 +52,32 @@ type HeldError struct {
 	// holder is not known yet; Holder, Since and Term are that term's.
 	Stale bool
 	// Reason: WaitOptions.Hold's latest reason, when it kept this Acquire
-	// from acquiring; "" otherwise. Holder, Since and Term are then what
-	// the latest read showed, possibly nothing.
+	// from acquiring; Holder, Since and Term are then the latest read's.
 	Reason string
 }
 
 func (e *HeldError) Error() string {
-	var b strings.Builder
 	if e.Reason != "" {
 		return "lease: not acquired: " + e.Reason
 	}
-	b.WriteString(ErrHeld.Error())
+	s, sep := ErrHeld.Error(), ": "
 	if e.Stale {
-		b.WriteString(": not known yet (the metadata still names the previous term")
-		if e.Holder != "" {
-			fmt.Fprintf(&b, ", %s", e.Holder)
-		}
-		if e.Term != 0 {
-			fmt.Fprintf(&b, ", term %d", e.Term)
-		}
-		b.WriteString(", whose run has ended)")
-		return b.String()
+		s += ": not known yet (the metadata still names the previous term"
+		sep = ", "
 	}
 	if e.Holder != "" {
-		fmt.Fprintf(&b, ": %s", e.Holder)
+		s += sep + e.Holder
 	}
 	if e.Term != 0 {
-		fmt.Fprintf(&b, ", term %d", e.Term)
+		s += fmt.Sprintf(", term %d", e.Term)
+	}
+	if e.Stale {
+		return s + ", whose run has ended)"
 	}
 	if !e.Since.IsZero() {
-		fmt.Fprintf(&b, ", since %s", e.Since.UTC().Format(time.RFC3339))
+		s += ", since " + formatTime(e.Since)
 	}
-	return b.String()
+	return s
 }
 
 func (e *HeldError) Unwrap() error { return ErrHeld }
@@ -101,11 +90,10 @@ func heldError(p *Properties) *HeldError {
 }
 
 // StaleHolder reports whether p, read while the lease is held, is known not
-// to name a holder that is running COMMAND: the run that its holder recorded
-// has ended. A holder records its run's end right before it releases, and a
-// new holder's claim removes the end in the write that names it, so such a
-// read falls between a new holder's acquire and its claim, or in the moment
-// between the recorded holder's end and its release.
+// to name a holder running COMMAND: its recorded run has ended. A holder
+// records its end right before it releases, and a claim removes the end in
+// the write that names the new holder, so such a read falls between an
+// acquire and its claim, or between the recorded end and its release.
 func StaleHolder(p *Properties) bool {
 	if p == nil || p.LastRun == nil || p.LastRun.Holder != p.Holder {
 		return false
@@ -113,9 +101,8 @@ func StaleHolder(p *Properties) bool {
 	return !p.LastRun.End.IsZero() || p.LastRun.ExitCode != nil
 }
 
-// SkipError reports a skip: by default (Reason SkipOncePer) a run started
-// less than Window ago, by the service's clock; see SkipReason for the
-// others. errors.Is(err, ErrSkipped) is true.
+// SkipError reports a skip (SkipReason), by default a run started less than
+// Window ago by the service's clock. errors.Is(err, ErrSkipped) is true.
 type SkipError struct {
 	Reason SkipReason
 	Holder string        // who started that run (SkipOnce: who succeeded; SkipOncePerHost: the host)
@@ -139,10 +126,7 @@ const (
 )
 
 func (e *SkipError) Error() string {
-	who := e.Holder
-	if who == "" {
-		who = "unknown holder"
-	}
+	who := cmp.Or(e.Holder, "unknown holder")
 	switch e.Reason {
 	case SkipOnce:
 		return fmt.Sprintf("lease: skipped: %s already completed a run with status 0 (--once)", who)
@@ -151,21 +135,19 @@ func (e *SkipError) Error() string {
 	case SkipNotDue:
 		return "lease: skipped: no occurrence of the schedule is due"
 	case SkipStarted:
-		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", e.Occurrence.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", formatTime(e.Occurrence))
 	case SkipMissed:
-		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", e.Occurrence.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", formatTime(e.Occurrence))
 	}
-	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window",
-		who, e.Start.UTC().Format(time.RFC3339), e.Window)
+	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window", who, formatTime(e.Start), e.Window)
 }
 
 func (e *SkipError) Unwrap() error { return ErrSkipped }
 
-// StorageError is a failed storage request. errors.Is(err, ErrUnavailable)
+// StorageError is a failed storage request; errors.Is(err, ErrUnavailable)
 // is true. Its message holds the operation, the HTTP status and Azure error
 // code when the service answered, a sanitized cause otherwise (no query
-// string, no SAS signature, no key), and a hint at what to do when there is
-// one.
+// string, SAS signature or key), and a hint when there is one.
 type StorageError struct {
 	Op         string // "acquire", "renew", "get properties", …
 	StatusCode int    // HTTP status; 0 when no answer came
@@ -179,50 +161,38 @@ type StorageError struct {
 	date    time.Time // the answer's Date header; zero if none came
 }
 
-// noCredential is a StorageError's summary when no credential could be
-// had (Microsoft Entra ID gave no token).
+// noCredential is the summary when Microsoft Entra ID gave no token.
 const noCredential = "no credential"
 
 func (e *StorageError) Error() string {
-	var b strings.Builder
-	b.WriteString("lease: ")
-	b.WriteString(e.Op)
+	what := cmp.Or(e.summary, "storage unreachable")
 	if e.StatusCode != 0 {
-		code := e.Code
-		if code == "" {
-			code = http.StatusText(e.StatusCode)
-		}
-		fmt.Fprintf(&b, ": storage answered %d %s", e.StatusCode, code)
-	} else if e.summary != "" {
-		b.WriteString(": ")
-		b.WriteString(e.summary)
-	} else {
-		b.WriteString(": storage unreachable")
+		what = "storage answered " + e.status()
 	}
+	s := "lease: " + e.Op + ": " + what
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
 	if e.Hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Hint)
-		b.WriteString(")")
+		s += " (" + e.Hint + ")"
 	}
-	return b.String()
+	return s
 }
 
-// Unwrap returns the sanitized cause.
-func (e *StorageError) Unwrap() error { return e.Err }
+// status is the answer's status and error code, or status text if none.
+func (e *StorageError) status() string {
+	return fmt.Sprintf("%d %s", e.StatusCode, cmp.Or(e.Code, http.StatusText(e.StatusCode)))
+}
 
-// Is reports ErrUnavailable.
+func (e *StorageError) Unwrap() error        { return e.Err }
 func (e *StorageError) Is(target error) bool { return target == ErrUnavailable }
 
 // Transient reports whether the failure may go away by itself (network,
 // timeouts, 408, 429, 5xx), as opposed to a refusal (400, 401, 403, …).
 func (e *StorageError) Transient() bool { return e.kind == kindTransient }
 
-// leaseGone reports an answer meaning that a lease held with a known ID is
-// no longer ours: 409 or 412 on a lease operation, or 404.
+// leaseGone: a lease held with a known ID is no longer ours (409 or 412 on
+// a lease operation, or 404).
 func (e *StorageError) leaseGone() bool {
 	switch e.kind {
 	case kindConflict, kindHeld, kindNotLeased, kindBlobMissing, kindContainerMissing:
@@ -235,19 +205,17 @@ func (e *StorageError) leaseGone() bool {
 // LostError says why leadership was lost and when the child must be stopped.
 // errors.Is(err, ErrLost) is true.
 type LostError struct {
-	// Reason is what happened: no renewal succeeded in time, or the service
-	// said the lease is gone (a *StorageError with the code).
+	// Reason: no renewal succeeded in time, or the service said the lease
+	// is gone (a *StorageError with the code).
 	Reason error
-	// StopAt is when the stop signal should be sent: now, or already passed.
-	// It carries a monotonic clock reading.
+	// StopAt is when the stop signal should be sent: now, or already
+	// passed (a monotonic clock reading).
 	StopAt time.Time
 	// KillBy is when SIGKILL must be sent at the latest, so that the child
 	// is dead before t_ok + Duration − 1 s. Monotonic too.
 	KillBy time.Time
 }
 
-func (e *LostError) Error() string { return ErrLost.Error() + ": " + e.Reason.Error() }
-func (e *LostError) Unwrap() error { return e.Reason }
-
-// Is reports ErrLost.
+func (e *LostError) Error() string        { return ErrLost.Error() + ": " + e.Reason.Error() }
+func (e *LostError) Unwrap() error        { return e.Reason }
 func (e *LostError) Is(target error) bool { return target == ErrLost }

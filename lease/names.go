@@ -1,12 +1,10 @@
-// How leaderrun names the blobs of one lease.
-//
-// A lease NAME is the blob NAME: with one slot, nothing else. The few blobs
-// that belong to NAME besides it carry NAME, the marker separator "~", and
-// a kind, so that one prefix listing of NAME finds them all and a listing of
-// the container can group them under their lease. Blobs that accumulate,
-// one per host, live apart under the helper prefix "~", which sorts after
-// every lease name that begins with an ASCII character, so that neither the
-// slot poll (a listing of NAME) nor `list` pages through them:
+// How leaderrun names the blobs of one lease. A lease NAME is the blob
+// NAME. Its few other blobs carry NAME, the separator "~" and a kind, so
+// that one prefix listing of NAME finds them all and a listing of the
+// container groups them under their lease. Blobs that accumulate, one per
+// host, live under the helper prefix "~", which sorts after every lease name
+// that begins with an ASCII character, so that neither the slot poll (a
+// listing of NAME) nor `list` pages through them:
 //
 //	NAME              slot 0 (the only slot when --slots is 1)
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
@@ -64,8 +62,7 @@ func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
 // DonePrefix is the prefix of lease name's done markers.
 func DonePrefix(name string) string { return HelperPrefix + doneMarker + name + MarkerSep }
 
-// DoneBlob is the blob name of the marker that host completed a run of
-// lease name with status 0.
+// DoneBlob marks that host completed a run of lease name with status 0.
 func DoneBlob(name, host string) string { return DonePrefix(name) + host }
 
 // legacyDoneBlob is where releases before the helper prefix wrote DoneBlob.

@@ -23,18 +23,10 @@ type Pause struct {
 }
 
 // pauseOf reads a pause marker's metadata (keys lowercase). The marker's
-// existence is the pause, so malformed values read as absent: a malformed
-// until makes the pause open-ended, which errs on the side the operator
-// asked for.
+// existence is the pause, so a malformed value reads as absent: a malformed
+// until errs on the side the operator asked for, open-ended.
 func pauseOf(md map[string]string) *Pause {
-	p := &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]), Until: parseTime(md[mdPauseUntil])}
-	if !p.Since.IsZero() {
-		p.Since = p.Since.UTC()
-	}
-	if !p.Until.IsZero() {
-		p.Until = p.Until.UTC()
-	}
-	return p
+	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC()}
 }
 
 // Active reports whether the pause holds at now (the service's Date): a nil
@@ -47,9 +39,8 @@ func (p *Pause) Active(now time.Time) bool {
 	return p.Until.IsZero() || now.IsZero() || now.Before(p.Until)
 }
 
-// Metadata is what `leaderrun pause` writes on the marker. A reason that is
-// not printable ASCII (metadata travels in HTTP headers), is longer than 256
-// characters or has leading or trailing spaces is a *ConfigError.
+// Metadata is what `leaderrun pause` writes on the marker. A reason not in
+// printable ASCII, over 256 characters or space-padded is a *ConfigError.
 func (p Pause) Metadata() (map[string]string, error) {
 	md := map[string]string{}
 	if p.Reason != "" {

@@ -1,9 +1,8 @@
 // schedule.go: WaitOptions.Schedule on the lease's side. The occurrence due
-// is decided on the service's clock at every poll read and again in the
-// claim, and recorded by the claim in its one metadata write (with the
-// term, the run's start and the nonce), so that an occurrence starts at
-// most once in the fleet, even if its run fails, its holder dies, or the
-// claim's answer is lost (the nonce tells the claim it landed).
+// is decided on the service's clock at every poll read and in the claim,
+// which records it in its one metadata write (with the term, the start and
+// the nonce): an occurrence starts at most once in the fleet, even if its
+// run fails, its holder dies, or the claim's answer is lost.
 
 package lease
 
@@ -21,9 +20,8 @@ type Schedule interface {
 	Due(now, created, last time.Time) (occurrence time.Time, skip *SkipError)
 }
 
-// due asks the schedule about p, read at now. Without a schedule, or
-// without a service time to decide on, it lets the attempt go on (the
-// claim decides on a time it has).
+// due asks the schedule about p, read at now. Without a schedule or a
+// service time it lets the attempt go on (the claim decides).
 func (a *attempt) due(p *Properties, now time.Time) (time.Time, error) {
 	if a.w.Schedule == nil || now.IsZero() {
 		return time.Time{}, nil
