@@ -76,6 +76,11 @@ type azContainer struct {
 	container *container.Client
 }
 
+var (
+	_ blobAPI      = (*azBlob)(nil)
+	_ containerAPI = (*azContainer)(nil)
+)
+
 // azAuth authorizes requests; exactly one is set (sas: a query without '?').
 type azAuth struct {
 	key   *blob.SharedKeyCredential
