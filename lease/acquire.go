@@ -1,10 +1,8 @@
-// acquire.go: one Acquire call as a state machine (attempt): its steps
-// (an acquire without a read, a read, the acquire of a free lease), the
+// acquire.go: one Acquire call as a state machine (attempt): its steps, the
 // one poll loop that runs them for one slot and for several (slots.go), the
-// optimistic acquire, creating a missing blob, holding off while
-// WaitOptions.Hold says so or the lease is paused (pausecheck.go), giving
-// up on storage failures, and the cleanup of a lease acquired but not
-// handed over.
+// optimistic acquire, creating a missing blob, holding off for Hold or a
+// pause (pausecheck.go), giving up on storage failures, and the cleanup of
+// a lease acquired but not handed over.
 
 package lease
 
@@ -25,22 +23,20 @@ type attempt struct {
 	b        *Blob // the blob acquired: the lease's, or one of its slots
 	w        WaitOptions
 	deadline time.Time // zero: no timeout
-	// leaseID is proposed at every try of this Acquire call: re-acquiring
-	// with the same ID is idempotent, so a lost answer cannot make us
-	// wait for our own lease.
+	// leaseID is proposed at every try: re-acquiring with the same ID is
+	// idempotent, so a lost answer cannot make us wait for our own lease.
 	leaseID string
 	// nonce is written with the claim (mdClaim): a claim whose answer was
-	// lost is recognised as ours when it is read back (claim.go).
+	// lost reads back as ours (claim.go).
 	nonce string
 	// unsure: an acquire with leaseID may have succeeded unseen (or a
 	// release failed); cleanup releases it.
 	unsure bool
-	// claimSent: a claim of this attempt was sent without an answer that
-	// says it failed, so the blob may record our run's start under our
-	// nonce. Such an attempt does not give up on a lease it finds held
-	// before a read has shown whose claim the blob records (settle): a
-	// contender that finds our claim skips it and lets go, and only we
-	// can run it.
+	// claimSent: a claim was sent with no answer saying it failed, so the
+	// blob may record our run's start under our nonce. Finding the lease
+	// held, such an attempt does not give up before a read shows whose
+	// claim the blob records (settle): a contender that finds our claim
+	// skips it and lets go, and only we can run it.
 	claimSent bool
 	// ownHeldSince: when a read first found the lease held by another
 	// while the blob records our claim (heldWait).
@@ -54,8 +50,7 @@ type attempt struct {
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
 	reason    string      // Hold's latest answer
-	// pauseReason: the latest read of the pause marker found the lease
-	// paused (its text, see pauseText); "" if not (pausecheck.go).
+	// pauseReason: the latest marker read's pause (pauseText); "" if none.
 	pauseReason  string
 	pauseRefused bool // the marker's read was refused (warned once)
 }
@@ -70,31 +65,29 @@ var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
 type step int
 
 const (
-	// stepAcquire: send an acquire without reading first, the optimistic
-	// first one or a retry after a failure (one slot only).
+	// stepAcquire: an acquire without a read first, the optimistic first
+	// one or a retry after a failure (one slot only).
 	stepAcquire step = iota
-	// stepRead: read the lease, the blob or the listing of its slots; a
-	// read that finds it held waits a poll interval, or gives up.
+	// stepRead: read the blob, or the listing of the slots; found held, wait
+	// a poll interval or give up.
 	stepRead
-	// stepFree: the latest read found the lease free: acquire it, after
-	// the checks that may still hold it off.
+	// stepFree: the latest read found the lease free: acquire it, after the
+	// checks that may still hold it off.
 	stepFree
 )
 
-// poll is what the latest read found, with one slot the blob's read
-// that found it free (nil if none), with several the listing and the
-// free slots in the order to try.
+// poll is what the latest read found: with one slot the read that found it
+// free (nil if none), with several the listing and its free slots in the
+// order to try.
 type poll struct {
 	free  *Properties
 	view  *View
 	slots []int
 }
 
-// run is the attempt: one poll loop, for one slot and for several, from
-// the first step (one optimistic acquire, or a read) until the lease is
-// claimed or the attempt gives up. Reads differ (a blob's read, or one
-// listing of the slots), and so does what follows a free lease; the loop,
-// the waits and the failure budget are the same.
+// run is the attempt's poll loop, for one slot and for several, until the
+// lease is claimed or the attempt gives up. Only the reads (a blob's read,
+// or a listing) and what follows a free lease differ by slot count.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	next := stepAcquire
 	if a.w.ReadFirst || a.e.cfg.Slots > 1 {
@@ -120,12 +113,11 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return l, err
 }
 
-// acquireOne is the acquire step of a lease of one slot: without a read
-// first (unread: the optimistic acquire, or a retry after a failure, free
-// the latest read if any), or after a read that found the lease free
-// (free, which the claim may reuse), once the pause marker is read. A
-// blob found gone under a holder, Hold or a pause keep it off. It ends
-// with the lease claimed, or the next step.
+// acquireOne is the acquire step of one slot: unread (the optimistic
+// acquire, or a retry after a failure; free is the latest read if any), or
+// after a read that found the lease free (free, which the claim may reuse)
+// and a read of the pause marker. A blob gone under a holder, Hold or a
+// pause keep it off.
 func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool) (*Lease, step, error) {
 	again := stepRead // a blob gone under a holder is waited out in the step it was found in
 	if unread {
@@ -135,23 +127,17 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		return nil, again, a.giveUpOrWait(ctx, a.seen)
 	}
 	if a.holding() {
-		// No acquire now: give up, or poll (reads only) until Hold lets
-		// go and a read finds the lease free.
+		// Give up, or poll (reads only) until Hold lets go and a read finds
+		// the lease free.
 		return nil, stepRead, a.giveUpOrWait(ctx, free)
 	}
 	// An optimistic acquire goes alone (its reads follow if it succeeds,
-	// see try); a follower's acquire comes with the poll read that found
-	// the lease free, after a read of the marker.
+	// see try); a follower's comes with the poll read that found the lease
+	// free, after a read of the marker.
 	var pr *inflight[*Properties]
 	if !unread {
-		paused, retry, err := a.checkPause(ctx)
-		switch {
-		case err != nil:
+		if ok, err := a.checkPause(ctx, free); !ok {
 			return nil, stepRead, err
-		case retry:
-			return nil, stepRead, nil
-		case paused:
-			return nil, stepRead, a.giveUpOrWait(ctx, free)
 		}
 		pr = answered(free)
 	}
@@ -162,54 +148,50 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		}
 		return l, stepRead, nil
 	}
-	retry, err := a.settle(ctx, err)
-	if retry {
-		return nil, stepAcquire, err // retry the acquire
-	}
-	return nil, stepRead, err
+	next, err := a.settle(ctx, err)
+	return nil, next, err
 }
 
-// settle decides what follows an acquire that did not claim the lease
-// (err, not nil): poll again (retry false, nil), send the acquire again
-// after a failure's backoff (retry true), or give up (an error).
-func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
+// settle decides what follows an acquire that did not claim the lease (err,
+// not nil): poll again (stepRead, nil), send the acquire again after a
+// failure's backoff (stepAcquire), or give up (an error).
+func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	switch {
 	case ctx.Err() != nil:
-		return false, ctx.Err()
+		return stepRead, ctx.Err()
 	case errors.Is(err, errPausedNow), errors.Is(err, errGoneNow):
 		// The optimistic acquire found the lease paused and gave it back
-		// unclaimed, or an acquire found the blob gone under a holder not
-		// waited out yet: from now on, poll.
+		// unclaimed, or the blob is gone under a holder not waited out yet:
+		// from now on, poll.
 		a.succeeded()
-		return false, a.giveUpOrWait(ctx, a.seen)
+		return stepRead, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow) && a.claimSent:
 		// Our claim may have landed: read whose claim the blob records
 		// (read, heldWait) before giving up.
 		a.succeeded()
-		return false, nil
+		return stepRead, nil
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
-		return false, &HeldError{}
+		return stepRead, &HeldError{}
 	case errors.Is(err, errHeldNow):
 		a.succeeded()
 		a.contended++
 		if a.contended > 1 {
 			// A read said free, the acquire said held: do not spin.
-			return false, a.giveUpOrWait(ctx, a.seen)
+			return stepRead, a.giveUpOrWait(ctx, a.seen)
 		}
-		return false, nil
+		return stepRead, nil
 	}
 	var se *StorageError
 	if !errors.As(err, &se) {
-		return false, err // *SkipError
+		return stepRead, err // *SkipError
 	}
-	return true, a.failed(ctx, se)
+	return stepAcquire, a.failed(ctx, se)
 }
 
-// read is the read step of a lease of one slot, a waiting follower's poll
-// (or the read of a contender whose optimistic acquire was refused): one
-// read. It goes on to stepFree with the read if it found the lease free;
-// it reads again after a failure's backoff, or a poll interval while the
-// lease is held; an error is one to give up with.
+// read is the read step of one slot, a follower's poll (or the read after
+// a refused optimistic acquire): stepFree with the read if the lease is
+// free; else read again after a failure's backoff, or a poll interval while
+// it is held; an error is one to give up with.
 func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	p, err := a.b.getProperties(rctx)
@@ -225,8 +207,8 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	if err := a.pollCheck(p); err != nil {
 		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
 	}
-	// A run started within the window skips, whether the lease is still
-	// held by it or already free again (the claim checks once more).
+	// A run started within the window skips, held or free (the claim
+	// checks once more).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return poll{}, stepRead, skipError(p, a.w.OncePer)
 	}
@@ -246,14 +228,14 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 }
 
 // try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, claims the term: see claim. pr, when not nil, is the poll
-// read that found the lease free, which the claim uses instead of a read of
-// its own if the blob has not changed since. When nil (the optimistic
-// acquire), the blob and its pause marker are read once the acquire has
-// succeeded, together: the lease is given back unclaimed (errPausedNow) if
-// the marker says paused, or if its read failed.
+// if it succeeds, claims the term (claim). pr, if not nil, is the poll read
+// that found the lease free, which the claim uses if the blob has not
+// changed since. If nil (the optimistic acquire), the blob and its pause
+// marker are read together once the acquire has succeeded: the lease is
+// given back unclaimed (errPausedNow) if the marker says paused, or if its
+// read failed.
 //
-// A claim that failed for a reason that may be transient keeps the lease
+// A claim that failed for a maybe transient reason keeps the lease
 // (unsure), even past its stop deadline (no COMMAND runs yet, and an
 // unrenewed lease lapses by itself): the write may have landed unanswered,
 // and the next try re-acquires with the same lease ID and finds its own
@@ -323,12 +305,12 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	return l, nil
 }
 
-// refresh renews a just-claimed lease whose claim took so long (a throttled
-// service, a starved host) that no renewal try fits before its stop
-// deadline: handed over as it is, it would be lost as COMMAND starts. An
-// acquire with our lease ID renews it. If that fails the lease is kept
-// (unsure) and the failure counts as a transient one: the next try
-// acquires again and adopts our own claim (claim.go).
+// refresh renews, by an acquire with our lease ID, a just-claimed lease
+// whose claim took so long (a throttled service, a starved host) that no
+// renewal try fits before its stop deadline: handed over as it is, it would
+// be lost as COMMAND starts. If that fails, the lease is kept (unsure) and
+// the failure counts as transient: the next try acquires again and adopts
+// our own claim (claim.go).
 func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	a.e.log.Debug("the claim took until close to the stop deadline: renewing before handing the lease over",
 		"stop_in", time.Until(l.stopAt()).Round(time.Millisecond))

@@ -1,8 +1,7 @@
-// acquire_wait.go: how one Acquire call waits and bounds its requests: the
-// deadline of each request, the budget of storage failures in a row (with
-// full-jitter backoff), the poll interval, a blob found gone under a
-// holder it saw, a holder or Hold that keeps it waiting or makes it give
-// up, and what it tells the caller meanwhile (OnWait, OnHold).
+// acquire_wait.go: how one Acquire call waits and bounds its requests: each
+// request's deadline, the budget of storage failures in a row (full-jitter
+// backoff), the poll interval, a blob gone under a holder it saw, a holder
+// or Hold that keeps it waiting or makes it give up, and OnWait and OnHold.
 
 package lease
 
@@ -14,10 +13,10 @@ import (
 )
 
 // holderMayRun is asked when the blob (or its container) is found gone. A
-// follower that saw the lease held does not create it again until the
-// lease duration it last saw has passed since it first found it gone: the
-// holder it saw learns of the loss at its next renewal and stops its child
-// within its own lease, which cannot reach beyond that (the safety rule).
+// follower that saw the lease held does not create it again until the lease
+// duration it last saw has passed since it first found it gone: that holder
+// learns of the loss at its next renewal and stops its child within its own
+// lease, which cannot reach beyond that (the safety rule).
 func (a *attempt) holderMayRun() bool {
 	if a.seen == nil {
 		return false
@@ -34,8 +33,8 @@ func (a *attempt) holderMayRun() bool {
 	return time.Since(a.goneAt) < d
 }
 
-// requestCtx bounds one request (see requestDeadline) and records when it
-// was sent.
+// requestCtx bounds one request (requestDeadline) and records when it was
+// sent.
 func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	a.reqStart = time.Now()
 	return context.WithDeadline(ctx, a.requestDeadline())
@@ -52,12 +51,12 @@ func (a *attempt) requestDeadline() time.Time {
 	return d
 }
 
-// failed records a storage failure. It returns the error to give up with,
-// or nil after waiting a full-jitter backoff. The budget for failures in a
-// row is the wait's deadline (Timeout) if there is one, else
-// StorageTimeout: a throttled fleet keeps trying, spread out, instead of
-// giving up on the first 503. Retries are logged at debug level only: a
-// failure that outlasts the budget gets its one line from the caller.
+// failed records a storage failure: the error to give up with, or nil
+// after a full-jitter backoff. The budget for failures in a row is the
+// wait's deadline (Timeout) if any, else StorageTimeout: a throttled fleet
+// keeps trying, spread out, instead of giving up on the first 503. Retries
+// log at debug only: one that outlasts the budget gets its one line from
+// the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -108,8 +107,8 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // giveUpOrWait is what a contender kept from acquiring does: with NoWait or
-// past the timeout it gives up (a *HeldError naming p's holder, the latest
-// read), otherwise it waits one poll interval (nil) or until ctx ends.
+// past the timeout give up (a *HeldError naming p's holder, the latest
+// read), else wait one poll interval (nil) or until ctx ends.
 func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	if a.w.NoWait || a.expired() {
 		return a.heldError(p)
@@ -118,17 +117,17 @@ func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 }
 
 // heldWait is what a contender does once a read shows the lease held by
-// held (nil: no holder to name, the free slots having been taken since):
-// give up, or tell OnWait and wait one poll interval.
+// held (nil: none to name, the free slots taken since): give up, or tell
+// OnWait and wait one poll interval.
 func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	if held != nil {
 		a.seen = held
 	}
 	if a.w.NoWait && a.ownClaim(held) && !a.expired() {
 		// The holder found our claim (its answer lost, our lease lapsed)
-		// and skips: wait for it to let go, then adopt the claim. Within
-		// the storage budget: --no-wait does not wait for a run of
-		// another's, but this run is ours.
+		// and skips: wait, within the storage budget, for it to let go,
+		// then adopt the claim. --no-wait does not wait for another's run,
+		// but this run is ours.
 		if a.ownHeldSince.IsZero() {
 			a.ownHeldSince = time.Now()
 		}
@@ -145,8 +144,7 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// holding asks Hold whether to hold off the acquire about to be sent, and
-// tells OnHold (waiting only) when the reason appears or changes.
+// holding asks Hold whether to hold off the acquire about to be sent.
 func (a *attempt) holding() bool {
 	if a.w.Hold == nil {
 		return false
@@ -172,8 +170,8 @@ func (a *attempt) heldBack(last *string, reason string) bool {
 	return true
 }
 
-// heldError is the *HeldError to give up with: p's holder (the latest read;
-// nil if none) and Hold's latest reason.
+// heldError is the *HeldError to give up with: p's holder (nil: none) and
+// the latest reason of Hold or the pause.
 func (a *attempt) heldError(p *Properties) *HeldError {
 	he := heldError(p)
 	he.Reason = cmp.Or(a.reason, a.pauseReason)

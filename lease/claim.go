@@ -1,7 +1,6 @@
 // claim.go: what follows a successful acquire: the claim of the new term in
 // the blob's metadata, and the read sent with (or before) the acquire that
-// the claim reuses to save a round trip, with why that cannot make the term
-// go wrong.
+// the claim reuses to save a round trip, and why that is safe.
 
 package lease
 
@@ -11,26 +10,25 @@ import (
 	"time"
 )
 
-// claim checks once-per on the metadata of a just-acquired lease and writes
-// holder and the new term, stored term + 1 (keeping every other key). Its
-// requests end before the lease's stop deadline: a lease is never handed
+// claim checks the metadata of a just-acquired lease (once-per, …) and
+// writes holder and the new term, stored term + 1, keeping every other key.
+// Its requests end before the lease's stop deadline: a lease is never handed
 // over with a term that was not written.
 //
-// The metadata comes from reused, when not nil: a read made before or
-// together with the acquire whose ETag equals the one in the acquire's
-// answer. Every write of a blob's metadata changes its ETag, so equal ETags
-// mean that reused saw the metadata as it was when we acquired — whether
-// the read happened before or after the acquire, and whether or not the
-// service changes the ETag on acquire (if it does, only a read made after
-// the acquire can match, and a poll read never does: the claim then reads
-// again, slower but right). The write carries If-Match: that ETag with the
-// lease ID, so it only lands on the version we read; a 412 ConditionNotMet
-// (or no reusable read) falls back to reading the metadata after the
-// acquire, as the only writer while we hold the lease. Either way the term
-// written is the stored term as of our acquire, plus one.
+// The metadata comes from reused, if not nil: a read made before or with the
+// acquire whose ETag equals the acquire's answer's. Every metadata write
+// changes the ETag, so equal ETags mean reused saw the metadata as it was
+// when we acquired, whether read before or after the acquire, and whether or
+// not the service changes the ETag on acquire (if it does, only a read after
+// the acquire can match, a poll read never: the claim then reads again,
+// slower but right). The write carries If-Match: that ETag with the lease
+// ID, so it lands only on the version read; a 412 ConditionNotMet (or no
+// reusable read) falls back to a read after the acquire, as the only writer
+// while we hold the lease. Either way the term written is the stored term as
+// of our acquire, plus one.
 //
-// Service time for the claim (lastrunstart and the once-per decision) is
-// the later of the read's Date and the acquire's: a reused poll read may be
+// The claim's service time (lastrunstart, the once-per decision) is the
+// later of the read's Date and the acquire's: a reused poll read may be
 // older than the acquire, and must not date the run.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
@@ -61,13 +59,12 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		}
 		a.claimSent = true
 		ans, err := a.b.api.setMetadata(rctx, l.ID, ifMatch, t.md)
-		if se := asStorageError(err); se != nil && ifMatch != "" &&
-			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+		switch se := asStorageError(err); {
+		case se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet:
 			a.e.log.Debug("the blob changed since it was read: reading it again")
 			p, ifMatch = nil, ""
 			continue
-		}
-		if se := asStorageError(err); se != nil && se.Transient() && rctx.Err() == nil {
+		case se != nil && se.Transient() && rctx.Err() == nil:
 			// The write may have landed with its answer lost: only a read
 			// tells. It shows our nonce if it did; if not, the write is
 			// sent again on the version read.
@@ -77,8 +74,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			}
 			p, ifMatch = nil, ""
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
 		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = t.term, t.acquiredAt, t.md, !t.now.IsZero()
@@ -99,9 +95,8 @@ type termWrite struct {
 	md         map[string]string
 }
 
-// newTerm checks p, the metadata as of l's acquire, as a claim must
-// (once-per, the schedule, the checks of every read) and makes the write of
-// the next term on it.
+// newTerm checks p, the metadata as of l's acquire (once-per, the schedule,
+// every read's checks), and makes the next term's write on it.
 func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	cfg := a.e.cfg
 	now := maxTime(p.Date, l.AcquiredAt)
@@ -130,18 +125,16 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 		acquiredAt = p.Date
 	}
 	// The run's start goes in the same write (one request fewer per run and
-	// per handover): the command starts right after the claim, and a run
-	// skipped by --once-per returned above, before anything was written.
-	// startRun moves the previous run into the history first (with its end
-	// unknown if its holder could not record it).
+	// handover): the command starts right after the claim, and a run skipped
+	// by --once-per returned above, before any write. The previous run moves
+	// into the history (its end unknown if its holder could not record it).
 	md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
 		AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
 		Schedule: a.w.Schedule, Occurrence: occ}, now)
 	return termWrite{term: stored + 1, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
 }
 
-// ownClaim reports whether p's metadata holds this attempt's claim: a
-// claim of ours that landed.
+// ownClaim reports whether p's metadata holds this attempt's claim.
 func (a *attempt) ownClaim(p *Properties) bool {
 	return a.nonce != "" && p != nil && p.Metadata[mdClaim] == a.nonce
 }
@@ -164,10 +157,10 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 // the acquire (see reusable).
 const minReadGrace = 100 * time.Millisecond
 
-// reusable returns pr's read if it shows the blob exactly as the acquire
-// answered, ans: same ETag. A read still in flight is waited for twice as
-// long as the acquire took (rtt), at least minReadGrace, from when it was
-// sent; then it is left for a read of the claim's own. nil: not reusable.
+// reusable returns pr's read if it shows the blob as the acquire answered
+// (ans): same ETag; else nil. A read in flight is waited for twice as long
+// as the acquire took (rtt), at least minReadGrace, from when it was sent;
+// then the claim reads on its own.
 func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() {
 		return nil
@@ -182,10 +175,9 @@ func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Propert
 	return p
 }
 
-// inflight is a request sent alongside an acquire, on its own goroutine
-// (the blob's read that the claim may reuse, the pause marker's read),
-// whose answer is waited for later or abandoned; or an answer had before
-// (answered), which the same code then uses.
+// inflight is a request sent alongside an acquire on its own goroutine (the
+// blob's read the claim may reuse, the pause marker's read), its answer
+// waited for later or abandoned; or an answer had before (answered).
 type inflight[T any] struct {
 	done   chan struct{} // closed once v and err are set
 	v      T
@@ -194,8 +186,8 @@ type inflight[T any] struct {
 	cancel context.CancelFunc
 }
 
-// sendAlong sends req on its own goroutine, bounded like any request of
-// the attempt.
+// sendAlong sends req on its own goroutine, bounded like any request of the
+// attempt.
 func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
 	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}

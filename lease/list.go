@@ -60,15 +60,14 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 	if prefix != "" {
 		opts.Prefix = &prefix
 	}
-	skipHelpers = skipHelpers && prefix == ""
 	var (
 		blobs []listedBlob
 		last  answer
 		pages int
 	)
-	// page lists until the pager ends, or until keep says stop.
-	page := func(pager *runtime.Pager[container.ListBlobsFlatResponse], keep func(name string) (take, more bool)) error {
-		for pager.More() {
+	// list lists by opts until the pager ends, or until keep says stop.
+	list := func(keep func(name string) (take, more bool)) error {
+		for pager := pl.NewListBlobsFlatPager(opts); pager.More(); {
 			if pages == maxListPages {
 				return fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
 			}
@@ -81,48 +80,37 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 			if page.Segment == nil {
 				continue
 			}
-			more := true
 			for _, item := range page.Segment.BlobItems {
 				if item == nil || item.Name == nil {
 					continue
 				}
-				take, goOn := keep(*item.Name)
-				if !goOn {
-					more = false
-					break
+				take, more := keep(*item.Name)
+				if !more {
+					return nil
 				}
 				if take {
 					blobs = append(blobs, toListedBlob(item))
 				}
 			}
-			if !more {
-				return nil
-			}
 		}
 		return nil
 	}
-	all := func(string) (bool, bool) { return true, true }
-	if !skipHelpers {
-		if err := page(pl.NewListBlobsFlatPager(opts), all); err != nil {
-			return nil, answer{}, err
+	reached := false // the helper blobs were reached, and skipped
+	keep := func(string) (bool, bool) { return true, true }
+	if skipHelpers && prefix == "" {
+		keep = func(name string) (bool, bool) {
+			reached = strings.HasPrefix(name, HelperPrefix)
+			return !reached, !reached
 		}
-		return blobs, last, nil
 	}
-	reached := false
-	err := page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
-		reached = strings.HasPrefix(name, HelperPrefix)
-		return !reached, !reached
-	})
-	if err != nil || !reached {
-		return blobs, last, err
+	err := list(keep)
+	if err == nil && reached {
+		// The names after the helper blobs: a service that does not know
+		// startFrom lists from the start again, and those are skipped.
+		from := afterHelpers
+		opts.StartFrom = &from
+		err = list(func(name string) (bool, bool) { return name >= afterHelpers, true })
 	}
-	// The names after the helper blobs: a service that does not know
-	// startFrom lists from the start again, and those are skipped.
-	from := afterHelpers
-	opts.StartFrom = &from
-	err = page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
-		return name >= afterHelpers, true
-	})
 	if err != nil {
 		return nil, answer{}, err
 	}

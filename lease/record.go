@@ -1,7 +1,7 @@
-// record.go: what leaderrun records in a lease blob's metadata, in one
-// place: every key, the read of them all (Properties), the claim's write,
-// a run's start and end, and the merge that keeps foreign keys. The run
-// history and the size limit are record_history.go.
+// record.go: what leaderrun records in a lease blob's metadata: every key,
+// their read (Properties), the claim's write, a run's start and end, and the
+// merge that keeps foreign keys. The history and size limit:
+// record_history.go.
 
 package lease
 
@@ -14,9 +14,8 @@ import (
 )
 
 // The blob's metadata keys, written only while holding the lease
-// (docs/design.md describes each). Azure metadata names are
-// case-insensitive; leaderrun reads them lowercased and writes every key,
-// foreign ones included, lowercased.
+// (docs/design.md describes each). Azure metadata names are case-insensitive:
+// leaderrun reads and writes every key, foreign ones too, lowercased.
 const (
 	// The claim's, at every acquire.
 	mdHolder        = "holder"
@@ -27,8 +26,7 @@ const (
 	// mdClaim is a random nonce per Acquire call: a claim that landed but
 	// whose answer was lost reads back as ours.
 	mdClaim = "claim"
-	// mdSlots is the slot count, on every slot blob of a lease with more
-	// than one slot (none with one).
+	// mdSlots is the slot count, on every slot blob of a lease of several.
 	mdSlots = "slots"
 	// A scheduled lease's: the schedule as given, and the occurrence last
 	// started (RFC 3339, UTC).
@@ -63,8 +61,7 @@ type claimRecord struct {
 }
 
 // claimMetadata returns md (as read before the claim) with the claim and
-// the start of its run at start recorded: the previous run moves to the
-// history first (startRun), then the claim's keys are set.
+// its run's start recorded (startRun first).
 func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[string]string {
 	out := startRun(md, Run{Holder: c.Holder, Term: c.Term, Start: start})
 	out[mdHolder] = c.Holder
@@ -82,8 +79,8 @@ func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[str
 	return out
 }
 
-// newProperties parses what Get Blob Properties returned. Malformed values
-// read as absent: status must show what it can.
+// newProperties parses a read's metadata. Malformed values read as absent:
+// status must show what it can.
 func newProperties(state State, raw map[string]string, date time.Time) *Properties {
 	md := make(map[string]string, len(raw))
 	for k, v := range raw {
@@ -105,8 +102,7 @@ func newProperties(state State, raw map[string]string, date time.Time) *Properti
 }
 
 // parseTerm reads the stored fencing token: "" is 0; anything but a
-// non-negative decimal integer is an error, because a guessed term could go
-// backwards.
+// non-negative decimal is an error: a guessed term could go backwards.
 func parseTerm(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
@@ -129,8 +125,8 @@ func parseTime(s string) time.Time {
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // withinWindow reports whether p records a run that started less than
-// window ago by the service's clock (p.Date). Without a Date or a recorded
-// start it cannot tell, and says no.
+// window ago by the service's clock (p.Date); without a Date or a start,
+// no.
 func withinWindow(p *Properties, window time.Duration) bool {
 	if window <= 0 || p == nil || p.LastRun == nil || p.Date.IsZero() {
 		return false
@@ -166,9 +162,9 @@ type Run struct {
 	Running bool
 }
 
-// EndUnknown reports whether the run's end was never recorded although it
-// is over: its holder lost the lease or died first. It counts as failed.
-// (Not to be confused with Lease.Lost, the keeper's channel.)
+// EndUnknown reports whether the run is over with its end never recorded:
+// its holder lost the lease or died first. It counts as failed. (Not
+// Lease.Lost, the keeper's channel.)
 func (r Run) EndUnknown() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
 
 // Succeeded reports whether the run ended with status 0.
@@ -201,10 +197,9 @@ func pickKeys(md map[string]string, keys []string) map[string]string {
 
 func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
 
-// lastRun is the run the lastrun* keys describe, or ok false when
-// lastrunstart is absent or malformed. Its term is lastrunterm, or, in
-// metadata written before that key, term (which the claim wrote with
-// lastrunstart).
+// lastRun is the run of the lastrun* keys; ok false if lastrunstart is
+// absent or malformed. Its term is lastrunterm or, written before that key,
+// term (which the claim wrote with lastrunstart).
 func lastRun(md map[string]string) (r Run, ok bool) {
 	start := parseTime(md[mdLastRunStart])
 	if start.IsZero() {
@@ -227,53 +222,36 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 
 // startRun returns md (keys lowercased) with r recorded as the run starting
 // now: the previous run of the lastrun* keys is pushed to the history first
-// (with its end and exit unknown if it never recorded them; a run already
-// there is not pushed again), then lastrunstart, lastrunholder and
-// lastrunterm are set from r and lastrunend and lastexit cleared. With a zero
-// r.Start, lastrunstart is removed: the previous run's start must not be
-// taken for this one's. Call it on the metadata as read, before the claim
-// writes its own term over the previous run's.
+// (end and exit unknown if it never recorded them; a run already there is
+// not pushed again), then lastrunstart, lastrunholder and lastrunterm are
+// set from r and lastrunend and lastexit cleared. A zero r.Start removes
+// lastrunstart: the previous run's start must not be taken for this one's.
+// Call it on the metadata as read, before the claim writes its own term over
+// the previous run's.
 func startRun(md map[string]string, r Run) map[string]string {
 	out := mergeMetadata(md, nil)
 	if prev, ok := lastRun(out); ok {
 		out = pushRun(out, prev)
 	}
-	if r.Start.IsZero() {
-		delete(out, mdLastRunStart)
-	} else {
-		out[mdLastRunStart] = formatTime(r.Start)
-	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	delete(out, mdLastRunEnd)
-	delete(out, mdLastExit)
+	setTime(out, mdLastRunStart, r.Start)
+	setLastRun(out, Run{Holder: r.Holder, Term: r.Term})
 	return out
 }
 
 // recordRunEnd returns md (keys lowercased) with the end of run r recorded:
 // the lastrun* keys and lastexit describe r, r is pushed to the history,
-// and, when r ended with status 0 at a known time, the lastsuccess* keys
-// name it. The lastsuccess* keys outlive the history: they are what
-// `leaderrun check` needs when the last success has rolled out of it. An
-// exit code outside 0–255 is no exit status and is recorded as unknown.
+// and, if r ended with status 0 at a known time, the lastsuccess* keys name
+// it: they outlive the history, for `leaderrun check` once the last success
+// has rolled out of it. An exit code outside 0–255 is recorded as unknown.
 func recordRunEnd(md map[string]string, r Run) map[string]string {
 	out := mergeMetadata(md, nil)
 	if !r.Start.IsZero() {
 		out[mdLastRunStart] = formatTime(r.Start)
 	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	if r.End.IsZero() {
-		delete(out, mdLastRunEnd)
-	} else {
-		out[mdLastRunEnd] = formatTime(r.End)
-	}
-	if validExit(r.ExitCode) {
-		out[mdLastExit] = strconv.Itoa(*r.ExitCode)
-	} else {
-		delete(out, mdLastExit)
+	if !validExit(r.ExitCode) {
 		r.ExitCode = nil
 	}
+	setLastRun(out, r)
 	if r.Succeeded() && !r.End.IsZero() {
 		out[mdLastSuccessEnd] = formatTime(r.End)
 		out[mdLastSuccessHolder] = r.Holder
@@ -282,10 +260,31 @@ func recordRunEnd(md map[string]string, r Run) map[string]string {
 	return pushRun(out, r)
 }
 
-// recordedSlots reads the slot count a slot blob's metadata records: its
-// slots key; without it, 1 if the blob was ever claimed (it has a term: a
-// holder with one slot writes no slots key), else 0 (not known: a blob
-// created but never claimed). A malformed value reads as unknown.
+// setLastRun sets lastrunholder, lastrunterm, lastrunend and lastexit from
+// r; an end or exit r does not know is removed.
+func setLastRun(md map[string]string, r Run) {
+	md[mdLastRunHolder] = r.Holder
+	md[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	setTime(md, mdLastRunEnd, r.End)
+	if validExit(r.ExitCode) {
+		md[mdLastExit] = strconv.Itoa(*r.ExitCode)
+	} else {
+		delete(md, mdLastExit)
+	}
+}
+
+// setTime sets key to t, or removes it if t is zero.
+func setTime(md map[string]string, key string, t time.Time) {
+	if t.IsZero() {
+		delete(md, key)
+	} else {
+		md[key] = formatTime(t)
+	}
+}
+
+// recordedSlots is the slot count a slot blob's metadata records: its slots
+// key; without it 1 if the blob was ever claimed (a term: one slot writes no
+// slots key), else 0 (unknown: never claimed). Malformed reads as unknown.
 func recordedSlots(md map[string]string) int {
 	if v, ok := md[mdSlots]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxSlots {

@@ -140,12 +140,21 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
 
-// listSlots is one listing of the lease's blobs. nil, nil: it failed and
-// the backoff is over.
-func (a *attempt) listSlots(ctx context.Context) (*View, error) {
+// list is one listing of the lease's blobs, as a View.
+func (a *attempt) list(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	listed, date, err := a.b.c.List(rctx, a.b.name)
 	cancel()
+	if err != nil {
+		return nil, err
+	}
+	return viewOf(a.b.name, listed, date, nil), nil
+}
+
+// listSlots is list in the poll loop. nil, nil: it failed and the backoff
+// is over.
+func (a *attempt) listSlots(ctx context.Context) (*View, error) {
+	v, err := a.list(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -156,7 +165,7 @@ func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 		return nil, a.failed(ctx, err)
 	}
 	a.succeeded()
-	return viewOf(a.b.name, listed, date, nil), nil
+	return v, nil
 }
 
 // trySlots sends an acquire to each free slot in turn until one is
