@@ -55,11 +55,12 @@ type attempt struct {
 	pauseRefused bool // the marker's read was refused (warned once)
 }
 
-// errHeldNow: the acquire was refused because the lease is held.
-var errHeldNow = errors.New("lease: held (acquire refused)")
-
-// errGoneNow: the blob is gone, but a holder was seen: not created yet.
-var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
+// Why an acquire did not claim the lease, besides failures and skips.
+var (
+	errHeldNow   = errors.New("lease: held (acquire refused)")
+	errGoneNow   = errors.New("lease: blob gone under a holder (not created yet)")
+	errPausedNow = errors.New("lease: paused") // the acquire was undone
+)
 
 // step is the state an attempt is in.
 type step int
@@ -279,8 +280,11 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	if pr == nil {
 		pr = sendAlong(ctx, a, a.b.getProperties)
 		pause := a.startPauseRead(ctx)
-		err := a.pausedAfterAcquire(pause)
+		reason, err := a.pauseAnswer(pause)
 		pause.abandon()
+		if err == nil && a.paused(reason) {
+			err = errPausedNow
+		}
 		if err != nil {
 			pr.abandon()
 			a.releaseQuietly(ctx)

@@ -135,7 +135,7 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 		return nil, err
 	}
 	if w.Once && e.cfg.Slots > 1 {
-		return nil, errOnceWithSlots(e.cfg.Slots)
+		return nil, configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", e.cfg.Slots)
 	}
 	a := &attempt{e: e, b: e.b, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString()}
 	if w.Timeout > 0 {

@@ -1,6 +1,5 @@
-// lease.go: the Lease value that Acquire returns: what it holds, the
-// service time it tracks, the run records it writes to the blob's metadata,
-// and Release. Its keeper is in keeper.go.
+// lease.go: the Lease that Acquire returns: what it holds, the service time
+// it tracks, the run records it writes, and Release (keeper: keeper.go).
 
 package lease
 
@@ -53,15 +52,13 @@ type Lease struct {
 	// runStartRecorded: the claim wrote lastrunstart with the term, so the
 	// first RecordRunStart has nothing to do.
 	runStartRecorded bool
-	// preRun is the run record (runKeys) as it was before the claim wrote
-	// this run's start: ReleaseUnused puts it back.
-	preRun     map[string]string
-	date       time.Time // the latest service Date seen
-	dateAt     time.Time // when that answer arrived (monotonic)
-	stopKeeper context.CancelFunc
-	keeperDone chan struct{}
-	releasing  bool // Release was called: the keeper exits without closing Lost
-	released   bool
+	preRun           map[string]string // the runKeys before the claim: ReleaseUnused puts them back
+	date             time.Time         // the latest service Date seen
+	dateAt           time.Time         // when that answer arrived (monotonic)
+	stopKeeper       context.CancelFunc
+	keeperDone       chan struct{}
+	releasing        bool // Release was called: the keeper exits without closing Lost
+	released         bool
 }
 
 func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
@@ -86,9 +83,9 @@ func (l *Lease) sawDate(d time.Time) {
 	l.date, l.dateAt = d, time.Now()
 }
 
-// serviceNow is the service's time now: the Date of the latest answer plus
-// the monotonic time elapsed since it arrived, to the second. It never reads
-// the local wall clock. Zero if no Date was seen.
+// serviceNow is the service's time now: the latest answer's Date plus the
+// monotonic time since it arrived, to the second; never the local wall
+// clock. Zero if no Date was seen.
 func (l *Lease) serviceNow() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,19 +95,16 @@ func (l *Lease) serviceNow() time.Time {
 	return l.date.Add(time.Since(l.dateAt)).UTC().Truncate(time.Second)
 }
 
-// RecordRunStart writes lastrunstart and lastrunholder to the blob's
-// metadata, and clears lastrunend and lastexit; call it right before the
-// child starts. Right after Acquire it writes nothing: the claim recorded
-// the start with the term (service time: the later of the acquire's Date
-// and that of the read the claim used). Otherwise lastrunstart is service
-// time too: the Date header of the latest answer from the service (the
-// acquire's metadata write or the latest renewal) plus the monotonic time
-// since it arrived, to the second (Date has one-second resolution).
-// Transient failures are retried for up to 5 s. Under --once-per the record
-// is what makes later contenders skip, so a failure should stop the run.
+// RecordRunStart writes lastrunstart and lastrunholder, and clears
+// lastrunend and lastexit; call it right before the child starts. Right
+// after Acquire it writes nothing: the claim recorded the start with the
+// term (service time: the later of the acquire's Date and that of the read
+// the claim used). Otherwise lastrunstart is serviceNow (Date has
+// one-second resolution). Transient failures are retried for up to 5 s.
+// Under --once-per the record is what makes later contenders skip, so a
+// failure should stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
 	if l.runStartRecorded {
-		// The claim wrote it with the term, a moment ago.
 		l.runStartRecorded = false
 		return nil
 	}
@@ -124,10 +118,10 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 	})
 }
 
-// RecordRunEnd writes lastrunend (service time, as for RecordRunStart) and
-// lastexit, moves the run into the history and, on status 0, records it as
-// the last success (history.go). It needs the lease: call it before Release. After Lost it
-// usually fails (the lease is gone), which is worth a warning, not more.
+// RecordRunEnd writes lastrunend (serviceNow) and lastexit, moves the run
+// into the history and, on status 0, records it as the last success. It
+// needs the lease: call it before Release. After Lost it usually fails (the
+// lease is gone), which is worth a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	end := l.serviceNow()
 	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {
@@ -135,9 +129,9 @@ func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	})
 }
 
-// updateMetadata writes the metadata that edit returns (from a copy of the
-// metadata last written), with the lease ID, retrying transient failures
-// within requestTimeout.
+// updateMetadata writes what edit makes of a copy of the metadata last
+// written, with the lease ID, retrying transient failures within
+// requestTimeout.
 func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[string]string) map[string]string) error {
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))
@@ -164,21 +158,17 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	return nil
 }
 
-// ReleaseUnused gives back a lease whose COMMAND was never started: it
-// takes back the run start the claim recorded (so that history shows no
-// run that never happened and no once-per window is spent), then releases.
-// The term stays as claimed: it only grows.
+// ReleaseUnused gives back a lease whose COMMAND never started: it takes
+// back the run start the claim recorded (so that history shows no run that
+// never happened and no once-per window is spent), then releases. The term
+// stays as claimed: it only grows.
 func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	if l.runStartRecorded && l.preRun != nil {
-		pre := l.preRun
 		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
 			for _, k := range runKeys() {
-				if v, ok := pre[k]; ok {
-					md[k] = v
-				} else {
-					delete(md, k)
-				}
+				delete(md, k)
 			}
+			maps.Copy(md, l.preRun) // only runKeys
 			return md
 		})
 		if err != nil {
@@ -191,10 +181,10 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 }
 
 // Release stops the keeper, then releases the lease with a fresh context of
-// at most 5 s (ctx's values are kept, its cancellation is not), retrying
-// transient failures. Call it after the child has exited, never before. It is
-// safe after Lost (a lease already gone is not an error) and more than once.
-// If it fails, the lease expires by itself within Duration.
+// at most 5 s (ctx's values kept, not its cancellation), retrying transient
+// failures. Call it after the child has exited, never before. It is safe
+// after Lost (a lease already gone is no error) and more than once. If it
+// fails, the lease expires by itself within Duration.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {

@@ -32,10 +32,6 @@ func slotsErr(lease string, want, recorded int) *ConfigError {
 	return &ConfigError{Field: "slots", Err: &SlotsError{Lease: lease, Want: want, Recorded: recorded}}
 }
 
-func errOnceWithSlots(n int) *ConfigError {
-	return configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", n)
-}
-
 // leaseName is the name of the lease a blob belongs to.
 func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 

@@ -18,15 +18,9 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
-
-// errPausedNow: the acquire was not sent, or was undone, because the lease
-// is paused.
-var errPausedNow = errors.New("lease: paused")
 
 // ReadPause reads the lease's pause marker (one request): its pause, nil if
 // none, and the answer's service Date, by which Pause.Active tells whether
@@ -136,8 +130,12 @@ func (b *Blob) pauseMarker() (*Blob, error) {
 	return b.marker, nil
 }
 
-// pauseText is a contender's reason not to acquire: "paused: …".
+// pauseText is a contender's reason not to acquire: "paused: …"; "" for
+// no pause.
 func pauseText(p *Pause) string {
+	if p == nil {
+		return ""
+	}
 	reason := p.Reason
 	if reason == "" {
 		reason = "no reason given"
@@ -165,10 +163,10 @@ func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 		return "", nil
 	}
 	<-r.done
-	if se := asStorageError(r.err); se != nil && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
+	if denied(r.err) {
 		if !a.pauseRefused {
 			a.pauseRefused = true
-			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", se)
+			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", r.err)
 		}
 		return "", nil
 	}
@@ -217,19 +215,4 @@ func (a *attempt) paused(reason string) bool {
 		a.e.log.Debug("the pause is over")
 	}
 	return a.heldBack(&a.pauseReason, reason)
-}
-
-// pausedAfterAcquire is the optimistic acquire's check once it succeeded:
-// the marker read sent with it must say "not paused" before the term is
-// claimed. errPausedNow if paused; a failed read is that failure (the
-// caller releases the lease either way).
-func (a *attempt) pausedAfterAcquire(r *inflight[string]) error {
-	reason, err := a.pauseAnswer(r)
-	if err != nil {
-		return err
-	}
-	if a.paused(reason) {
-		return errPausedNow
-	}
-	return nil
 }

@@ -1,23 +1,20 @@
-// slots.go: a lease of N > 1 slots (Config.Slots). Slot I is its own lease
-// blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
-// term and its own run record; this file is how a contender gets one, in
-// the poll loop of acquire.go: one listing of the prefix NAME per poll (every slot's lease state and
-// metadata, and the pause marker, in one request), the free slots tried in
-// random order, and no write while every slot is held. This host's done
-// marker lives apart (names.go): it is read before the first listing and
-// again once a slot is held.
+// slots.go: a lease of N > 1 slots (Config.Slots). Each slot is its own
+// lease blob (NAME, NAME~slot-1, …: names.go) with the whole safety rule,
+// its own term and run record. A contender polls with one listing of the
+// prefix NAME (every slot's lease state and metadata, and the pause marker,
+// in one request), tries the free slots in random order, and writes nothing
+// while every slot is held. This host's done marker lives apart (names.go):
+// it is read before the first listing and again once a slot is held.
 //
-// The first step is a listing, not an optimistic acquire of a random slot:
-// the listing carries what must be checked before any write (another slot
-// count recorded, the once-per window of each slot), and its ETag lets the
-// claim skip its read. A free slot costs three
-// requests in three round trips (list, acquire, claim); a held one the
-// listing alone.
+// The first step is a listing, not an optimistic acquire: it carries what
+// must be checked before any write (another slot count, each slot's
+// once-per window), and its ETag lets the claim skip its read. A free slot
+// costs three requests in three round trips (list, acquire, claim); a held
+// one the listing alone.
 //
 // --once-per applies per slot: a slot whose last run started within the
-// window is not taken, and a contender skips when every slot has had a run
-// start within the window, so `--slots 2 --once-per 4m` lets up to two runs
-// start per window.
+// window is not taken, and a contender skips when every slot has, so
+// `--slots 2 --once-per 4m` lets up to two runs start per window.
 
 package lease
 
@@ -29,8 +26,8 @@ import (
 	"time"
 )
 
-// recordedOther is a slot count that a slot blob records and that is not
-// n; 0 if none. Every slot blob counts, those beyond n too.
+// recordedOther is a slot count other than n that a slot blob (any, beyond
+// n too) records; 0 if none.
 func (v *View) recordedOther(n int) int {
 	for _, s := range v.Slots {
 		if r := slotsMismatch(s.Props.Metadata, n); r != 0 {
@@ -40,23 +37,11 @@ func (v *View) recordedOther(n int) int {
 	return 0
 }
 
-// done reports whether host has a done marker in the listing (one of an
-// earlier release, NAME~done/HOST: names.go).
-func (v *View) done(host string) bool { return slices.Contains(v.DoneHosts, host) }
-
-// pauseText is the pause in force at the listing's Date; "" if none.
-func (v *View) pauseText() string {
-	if p := v.Paused(); p != nil {
-		return pauseText(p)
-	}
-	return ""
-}
-
-// freeSlots returns the slots of n an acquire may be sent to, in random
-// order: neither leased nor breaking, and with no run started within
-// oncePer (0: off) but by our own claim (own), whose answer was lost: that
-// run is ours to adopt (claim.go). When every slot, held or not, had
-// another's run start within the window, it returns the skip instead.
+// freeSlots returns the slots of n to try, in random order: neither leased
+// nor breaking, with no run started within oncePer (0: off) but by our own
+// claim (own) whose answer was lost, which is ours to adopt (claim.go). If
+// every slot, held or not, had another's run start within the window, it
+// returns the skip instead.
 func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) bool) (free []int, skip *SkipError) {
 	spent := 0
 	for i := range n {
@@ -79,8 +64,8 @@ func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) boo
 	return free, skip
 }
 
-// holder is a held slot's read (the lowest held slot), for OnWait and
-// *HeldError; nil if none is held.
+// holder is the lowest held slot's read, for OnWait and *HeldError; nil if
+// none.
 func (v *View) holder() *Properties {
 	for _, s := range v.Slots {
 		if s.Props.State.Held() {
@@ -90,8 +75,8 @@ func (v *View) holder() *Properties {
 	return nil
 }
 
-// heldByHost reports whether a slot other than mine is held, by what its
-// metadata says, by host.
+// heldByHost reports whether a slot other than mine is held by host, as its
+// metadata says.
 func (v *View) heldByHost(host string, mine int) bool {
 	for _, s := range v.Slots {
 		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
@@ -101,12 +86,12 @@ func (v *View) heldByHost(host string, mine int) bool {
 	return false
 }
 
-// readSlots is the read step of a lease of several slots: one listing,
-// and what it says before any write (another slot count recorded, this
-// host done, every slot's once-per window spent). Free slots go to
-// acquireSlot, unless another slot is held by this host (--once-per-host:
-// wait for its run, which may write the done marker, rather than claim a
-// slot only to give it back), Hold or a pause.
+// readSlots is the read step of several slots: one listing, and what it
+// says before any write (another slot count recorded, this host done, every
+// once-per window spent). Free slots go to acquireSlot, unless Hold, a pause,
+// or another slot held by this host (--once-per-host: wait for its run,
+// which may write the done marker, rather than claim a slot only to give it
+// back) keep them off.
 func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	name, n := a.b.name, a.e.cfg.Slots
 	v, err := a.listSlots(ctx)
@@ -116,7 +101,8 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	if r := v.recordedOther(n); r != 0 {
 		return poll{}, stepRead, slotsErr(name, n, r)
 	}
-	if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
+	// A done marker of an earlier release (NAME~done/HOST: names.go).
+	if a.w.OncePerHost != "" && slices.Contains(v.DoneHosts, a.w.OncePerHost) {
 		return poll{}, stepRead, a.doneSkip()
 	}
 	free, skip := v.freeSlots(n, a.w.OncePer, a.ownClaim)
@@ -124,14 +110,14 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 		return poll{}, stepRead, skip
 	}
 	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
-	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
+	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(pauseText(v.Paused())) {
 		return poll{view: v, slots: free}, stepFree, nil
 	}
 	return poll{}, stepRead, a.heldWait(ctx, v.holder())
 }
 
-// acquireSlot is the acquire step of a lease of several slots: the free
-// slots of the listing in turn, then, if none was claimed, a poll interval.
+// acquireSlot is the acquire step of several slots: the listing's free
+// slots in turn, then, if none was claimed, a poll interval.
 func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
 	l, err := a.trySlots(ctx, last.view, last.slots)
 	if l != nil || err != nil {
@@ -151,8 +137,8 @@ func (a *attempt) list(ctx context.Context) (*View, error) {
 	return viewOf(a.b.name, listed, date, nil), nil
 }
 
-// listSlots is list in the poll loop. nil, nil: it failed and the backoff
-// is over.
+// listSlots is the poll loop's list. nil, nil: it failed, and the backoff is
+// over.
 func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 	v, err := a.list(ctx)
 	if err != nil {
@@ -168,10 +154,9 @@ func (a *attempt) listSlots(ctx context.Context) (*View, error) {
 	return v, nil
 }
 
-// trySlots sends an acquire to each free slot in turn until one is
-// claimed; a slot taken since the listing (409) sends it to the next. nil,
-// nil: none was acquired (list again, after a poll interval, or after the
-// backoff of a failure).
+// trySlots sends an acquire to each free slot in turn until one is claimed;
+// a slot taken since the listing (409) sends it to the next. nil, nil: none
+// was acquired (after a failure: its backoff is over).
 func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, error) {
 	for _, i := range free {
 		s, err := a.slotAttempt(i)

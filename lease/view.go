@@ -1,15 +1,12 @@
 package lease
 
-// View: one lease as one listing shows it (its slot blobs, its pause marker,
-// its done markers, and the runs they record). list, status, history,
-// check, break and the slot poll all read a lease through it; the commands
-// only render it.
+// View: one lease as one listing shows it (its slot blobs, pause marker,
+// done markers, and the runs they record). list, status, history, check,
+// break and the slot poll read a lease through it; the commands render it.
 
 import (
 	"cmp"
 	"context"
-	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -99,12 +96,10 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	}
 	byName := map[string]*View{}
 	get := func(name string) *View {
-		if v := byName[name]; v != nil {
-			return v
+		if byName[name] == nil {
+			byName[name] = emptyView(name, date, url)
 		}
-		v := &View{Name: name, URL: url(name), Date: date}
-		byName[name] = v
-		return v
+		return byName[name]
 	}
 	for _, b := range listed {
 		n := ParseBlobName(b.Name)
@@ -123,7 +118,6 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	for _, v := range byName {
 		slices.SortFunc(v.Slots, func(a, b Slot) int { return cmp.Compare(a.Index, b.Index) })
 		slices.Sort(v.DoneHosts)
-		v.SlotCount = 1
 		if len(v.Slots) > 0 {
 			v.SlotCount = v.Slots[len(v.Slots)-1].Index + 1
 			if n := recordedSlots(v.Slots[0].Props.Metadata); v.Slots[0].Index == 0 && n > v.SlotCount {
@@ -136,6 +130,15 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	return out
 }
 
+// emptyView is lease name's view with nothing listed: one slot, absent.
+func emptyView(name string, date time.Time, url func(string) string) *View {
+	v := &View{Name: name, SlotCount: 1, Date: date}
+	if url != nil {
+		v.URL = url(name)
+	}
+	return v
+}
+
 // viewOf is lease name's view in a listing of its prefix (which may hold
 // other leases whose names begin with name).
 func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
@@ -144,11 +147,7 @@ func viewOf(name string, listed []Listed, date time.Time, url func(string) strin
 			return &v
 		}
 	}
-	v := &View{Name: name, SlotCount: 1, Date: date}
-	if url != nil {
-		v.URL = url(name)
-	}
-	return v
+	return emptyView(name, date, url)
 }
 
 // Views lists every lease of the container (ListLeases: without paging
@@ -167,8 +166,7 @@ func (c *Container) Views(ctx context.Context) ([]View, error) {
 // one read of slot 0, without pause or done hosts.
 func (b *Blob) View(ctx context.Context) (*View, error) {
 	listed, date, err := b.c.List(ctx, b.name)
-	var se *StorageError
-	if errors.As(err, &se) && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
+	if denied(err) {
 		b.c.log.Info("may not list the lease's blobs; reading the lease blob alone", "error", err)
 		p, err := b.Properties(ctx)
 		if err != nil {
