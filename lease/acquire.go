@@ -1,8 +1,7 @@
-// acquire.go: one Acquire call as a state machine (attempt): its steps, the
-// one poll loop that runs them for one slot and for several (slots.go), the
-// optimistic acquire, creating a missing blob, holding off for Hold or a
-// pause (pausecheck.go), giving up on storage failures, and the cleanup of
-// a lease acquired but not handed over.
+// acquire.go: one Acquire call as a state machine (attempt): its poll loop
+// for one slot and several (slots.go), the optimistic acquire, creating a
+// missing blob, holding off (Hold, pausecheck.go), giving up on storage
+// failures, and the cleanup of a lease acquired but not handed over.
 
 package lease
 
@@ -28,19 +27,15 @@ type attempt struct {
 	leaseID string
 	// nonce is written with the claim (mdClaim): a claim whose answer was
 	// lost reads back as ours (claim.go).
-	nonce string
-	// unsure: an acquire with leaseID may have succeeded unseen (or a
-	// release failed); cleanup releases it.
-	unsure bool
+	nonce  string
+	unsure bool // an acquire may have succeeded unseen (or a release failed): cleanup releases it
 	// claimSent: a claim was sent with no answer saying it failed, so the
 	// blob may record our run's start under our nonce. Finding the lease
 	// held, such an attempt does not give up before a read shows whose
 	// claim the blob records (settle): a contender that finds our claim
 	// skips it and lets go, and only we can run it.
-	claimSent bool
-	// ownHeldSince: when a read first found the lease held by another
-	// while the blob records our claim (heldWait).
-	ownHeldSince time.Time
+	claimSent    bool
+	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
 	reqStart  time.Time   // when the latest request was sent
 	failures  failureRun  // the storage failures in a row, since the latest success
@@ -50,9 +45,10 @@ type attempt struct {
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
 	reason    string      // Hold's latest answer
-	// pauseReason: the latest marker read's pause (pauseText); "" if none.
+	// the latest marker read's pause (pauseText; "" if none), and whether
+	// the read was refused (warned once)
 	pauseReason  string
-	pauseRefused bool // the marker's read was refused (warned once)
+	pauseRefused bool
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.
@@ -66,15 +62,9 @@ var (
 type step int
 
 const (
-	// stepAcquire: an acquire without a read first, the optimistic first
-	// one or a retry after a failure (one slot only).
-	stepAcquire step = iota
-	// stepRead: read the blob, or the listing of the slots; found held, wait
-	// a poll interval or give up.
-	stepRead
-	// stepFree: the latest read found the lease free: acquire it, after the
-	// checks that may still hold it off.
-	stepFree
+	stepAcquire step = iota // acquire unread: the optimistic first one, or a retry after a failure (one slot)
+	stepRead                // read the blob, or list the slots; found held, wait a poll interval or give up
+	stepFree                // the latest read found the lease free: acquire, after the checks that may hold off
 )
 
 // poll is what the latest read found: with one slot the read that found it

@@ -102,7 +102,11 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	}
 	err := a.hostDone(ctx)
 	if err == nil && a.e.cfg.Slots > 1 {
-		err = a.otherSlotOfHost(ctx, l.Slot)
+		var v *View
+		if v, err = a.list(ctx); err == nil && v.heldByHost(a.w.OncePerHost, l.Slot) {
+			a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
+			err = errHeldNow
+		}
 	}
 	if err == nil {
 		return nil
@@ -111,20 +115,6 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 		a.e.log.Debug("release after the done check failed", "error", rerr)
 	}
 	return err
-}
-
-// otherSlotOfHost lists the lease's slots: errHeldNow if one other than
-// mine is held by this host.
-func (a *attempt) otherSlotOfHost(ctx context.Context, mine int) error {
-	v, err := a.list(ctx)
-	if err != nil {
-		return err
-	}
-	if v.heldByHost(a.w.OncePerHost, mine) {
-		a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
-		return errHeldNow
-	}
-	return nil
 }
 
 // MarkDone records that host completed a run with status 0 under the

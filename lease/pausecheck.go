@@ -60,24 +60,18 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	var date time.Time
 	err = retryTransient(rctx, func() error {
 		ans, err := m.api.putBlob(rctx, md)
-		if err == nil {
-			date = ans.Date
-			return nil
-		}
-		if ctx.Err() != nil {
+		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
+			// Create the container only: an empty marker blob would be an
+			// open-ended pause if the write then failed.
+			if _, err := m.api.createContainer(rctx); err != nil {
+				if se := asStorageError(err); se == nil || se.kind != kindExists {
+					return err
+				}
+			}
+			ans, err = m.api.putBlob(rctx, md)
+		} else if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if se := asStorageError(err); se == nil || se.kind != kindContainerMissing {
-			return renamed(err, "write pause marker")
-		}
-		// Create the container only: an empty marker blob would be an
-		// open-ended pause if the write then failed.
-		if _, err := m.api.createContainer(rctx); err != nil {
-			if se := asStorageError(err); se == nil || se.kind != kindExists {
-				return err
-			}
-		}
-		ans, err = m.api.putBlob(rctx, md)
 		date = ans.Date
 		return renamed(err, "write pause marker")
 	})

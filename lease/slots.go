@@ -94,10 +94,16 @@ func (v *View) heldByHost(host string, mine int) bool {
 // back) keep them off.
 func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	name, n := a.b.name, a.e.cfg.Slots
-	v, err := a.listSlots(ctx)
-	if err != nil || v == nil {
-		return poll{}, stepRead, err // nil, nil: failed; the backoff is over
+	v, err := a.list(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return poll{}, stepRead, ctx.Err()
+	case err != nil && a.expired():
+		return poll{}, stepRead, a.heldError(a.seen)
+	case err != nil:
+		return poll{}, stepRead, a.failed(ctx, err) // nil: the backoff is over
 	}
+	a.succeeded()
 	if r := v.recordedOther(n); r != 0 {
 		return poll{}, stepRead, slotsErr(name, n, r)
 	}
@@ -116,16 +122,6 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	return poll{}, stepRead, a.heldWait(ctx, v.holder())
 }
 
-// acquireSlot is the acquire step of several slots: the listing's free
-// slots in turn, then, if none was claimed, a poll interval.
-func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
-	l, err := a.trySlots(ctx, last.view, last.slots)
-	if l != nil || err != nil {
-		return l, stepRead, err
-	}
-	return nil, stepRead, a.heldWait(ctx, last.view.holder())
-}
-
 // list is one listing of the lease's blobs, as a View.
 func (a *attempt) list(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
@@ -137,74 +133,53 @@ func (a *attempt) list(ctx context.Context) (*View, error) {
 	return viewOf(a.b.name, listed, date, nil), nil
 }
 
-// listSlots is the poll loop's list. nil, nil: it failed, and the backoff is
-// over.
-func (a *attempt) listSlots(ctx context.Context) (*View, error) {
-	v, err := a.list(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+// acquireSlot is the acquire step of several slots: an acquire to each free
+// slot of the listing in turn until one is claimed (a slot taken since the
+// listing, 409, sends it to the next); if none is, a poll interval (after a
+// failure, once its backoff is over).
+func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
+	for _, i := range last.slots {
+		b := a.b
+		if i > 0 {
+			var err error
+			if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
+				return nil, stepRead, err
+			}
 		}
-		if a.expired() {
-			return nil, a.heldError(a.seen)
-		}
-		return nil, a.failed(ctx, err)
-	}
-	a.succeeded()
-	return v, nil
-}
-
-// trySlots sends an acquire to each free slot in turn until one is claimed;
-// a slot taken since the listing (409) sends it to the next. nil, nil: none
-// was acquired (after a failure: its backoff is over).
-func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, error) {
-	for _, i := range free {
-		s, err := a.slotAttempt(i)
-		if err != nil {
-			return nil, err
-		}
+		// An attempt on slot i's blob, with this one's lease ID and deadline.
+		s := &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}
 		// The pause was read with the listing, a round trip ago.
-		l, err := s.try(ctx, answered(v.Slot(i).Props))
+		l, err := s.try(ctx, answered(last.view.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.b.name, i
 			err = a.doneAfter(ctx, l) // once.go
 			if err == nil {
-				return l, nil
+				return l, stepRead, nil
 			}
 		} else {
 			s.cleanup(ctx)
 		}
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, stepRead, ctx.Err()
 		case errors.Is(err, errHeldNow):
 			continue // taken since the listing: the next free slot
 		case errors.Is(err, ErrSkipped):
 			var skip *SkipError
 			if errors.As(err, &skip) && skip.Reason == SkipOncePerHost {
-				return nil, err
+				return nil, stepRead, err
 			}
 			continue // this slot ran within the once-per window
 		}
 		se := asStorageError(err)
 		if se == nil {
-			return nil, err // another slot count recorded
+			return nil, stepRead, err // another slot count recorded
 		}
-		return nil, a.failed(ctx, se)
-	}
-	return nil, nil
-}
-
-// slotAttempt is an attempt on slot i's blob, sharing this one's lease ID
-// and deadline.
-func (a *attempt) slotAttempt(i int) (*attempt, error) {
-	b := a.b
-	if i > 0 {
-		var err error
-		if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
-			return nil, err
+		if err := a.failed(ctx, se); err != nil {
+			return nil, stepRead, err
 		}
+		break
 	}
-	return &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
+	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
