@@ -33,8 +33,7 @@ func (a *attempt) holderMayRun() bool {
 	return time.Since(a.goneAt) < d
 }
 
-// requestCtx bounds one request (requestDeadline) and records when it was
-// sent.
+// requestCtx bounds one request (requestDeadline), noting when it was sent.
 func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	a.reqStart = time.Now()
 	return context.WithDeadline(ctx, a.requestDeadline())
@@ -51,12 +50,11 @@ func (a *attempt) requestDeadline() time.Time {
 	return d
 }
 
-// failed records a storage failure: the error to give up with, or nil
-// after a full-jitter backoff. The budget for failures in a row is the
-// wait's deadline (Timeout) if any, else StorageTimeout: a throttled fleet
-// keeps trying, spread out, instead of giving up on the first 503. Retries
-// log at debug only: one that outlasts the budget gets its one line from
-// the caller.
+// failed records a storage failure: the error to give up with, or nil after
+// a full-jitter backoff. The budget for failures in a row is Timeout's
+// deadline if any, else StorageTimeout: a throttled fleet keeps trying,
+// spread out, rather than give up on the first 503. Retries log at debug
+// only: one that outlasts the budget gets its line from the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -87,7 +85,7 @@ func (a *attempt) succeeded() { a.failures.reset() }
 
 func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
 
-// pollWait waits one poll interval: PollInterval ±20 %, as sleep does.
+// pollWait sleeps one poll interval: PollInterval ±20 %.
 func (a *attempt) pollWait(ctx context.Context) error {
 	return a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2))
 }

@@ -37,7 +37,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	if p != nil {
 		ifMatch = p.etag
 	}
-	for {
+	for ; ; p, ifMatch = nil, "" { // every retry reads the blob again
 		if p == nil {
 			var err error
 			if p, err = a.b.getProperties(rctx); err != nil {
@@ -62,7 +62,6 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		switch se := asStorageError(err); {
 		case se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet:
 			a.e.log.Debug("the blob changed since it was read: reading it again")
-			p, ifMatch = nil, ""
 			continue
 		case se != nil && se.Transient() && rctx.Err() == nil:
 			// The write may have landed with its answer lost: only a read
@@ -72,14 +71,13 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			if waitFor(rctx.Done(), backoff(1)) {
 				return err
 			}
-			p, ifMatch = nil, ""
 			continue
 		case err != nil:
 			return err
 		}
 		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = t.term, t.acquiredAt, t.md, !t.now.IsZero()
 		l.Occurrence = t.occurrence
-		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
+		l.preRun = lowered(p.Metadata)
 		l.sawDate(t.now)
 		l.sawDate(ans.Date)
 		return nil

@@ -22,20 +22,16 @@ const releaseTimeout = 5 * time.Second
 // (child exits) → RecordRunEnd → Release. If Lost closes, stop the child by
 // LostErr().StopAt and SIGKILL it by LostErr().KillBy, then Release.
 type Lease struct {
-	ID         string    // the lease ID held (LEADERRUN_LEASE_ID)
-	Term       int64     // the fencing token (LEADERRUN_TERM): grows at every acquisition
-	Name       string    // the lease name (LEADERRUN_LEASE): the blob name of slot 0
-	Slot       int       // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
-	URL        string    // the blob URL, no query (LEADERRUN_LEASE_URL)
-	Identity   string    // this holder (LEADERRUN_IDENTITY)
-	AcquiredAt time.Time // when the term began, by the service's clock
-	// Occurrence is the scheduled occurrence this term runs
-	// (LEADERRUN_OCCURRENCE; WaitOptions.Schedule); zero without one.
-	Occurrence time.Time
+	ID         string        // the lease ID held (LEADERRUN_LEASE_ID)
+	Term       int64         // the fencing token (LEADERRUN_TERM): grows at every acquisition
+	Name       string        // the lease name (LEADERRUN_LEASE): the blob name of slot 0
+	Slot       int           // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
+	URL        string        // the blob URL, no query (LEADERRUN_LEASE_URL)
+	Identity   string        // this holder (LEADERRUN_IDENTITY)
+	AcquiredAt time.Time     // when the term began, by the service's clock
+	Occurrence time.Time     // the scheduled occurrence this term runs (LEADERRUN_OCCURRENCE); zero without one
 	Duration   time.Duration // the lease duration
-	// StopBudget is the grace after the stop signal once Lost closes:
-	// KillGrace capped at Duration/3 (see Config.StopBudget).
-	StopBudget time.Duration
+	StopBudget time.Duration // the grace after the stop signal once Lost closes: KillGrace capped at Duration/3
 
 	b             *Blob
 	renewInterval time.Duration
@@ -45,14 +41,12 @@ type Lease struct {
 	renewedAt chan time.Time
 	keepOnce  sync.Once
 
-	mu      sync.Mutex
-	tOK     time.Time         // send time of the last successful acquire or renew (monotonic)
-	lostErr *LostError        // set before lost is closed
-	meta    map[string]string // the blob's metadata as last written by us
-	// runStartRecorded: the claim wrote lastrunstart with the term, so the
-	// first RecordRunStart has nothing to do.
-	runStartRecorded bool
-	preRun           map[string]string // the runKeys before the claim: ReleaseUnused puts them back
+	mu               sync.Mutex
+	tOK              time.Time         // send time of the last successful acquire or renew (monotonic)
+	lostErr          *LostError        // set before lost is closed
+	meta             map[string]string // the blob's metadata as last written by us
+	runStartRecorded bool              // the claim wrote lastrunstart: the first RecordRunStart has nothing to do
+	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its runKeys back
 	date             time.Time         // the latest service Date seen
 	dateAt           time.Time         // when that answer arrived (monotonic)
 	stopKeeper       context.CancelFunc
@@ -166,9 +160,12 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	if l.runStartRecorded && l.preRun != nil {
 		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
 			for _, k := range runKeys() {
-				delete(md, k)
+				if v, ok := l.preRun[k]; ok {
+					md[k] = v
+				} else {
+					delete(md, k)
+				}
 			}
-			maps.Copy(md, l.preRun) // only runKeys
 			return md
 		})
 		if err != nil {

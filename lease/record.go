@@ -1,13 +1,11 @@
 // record.go: what leaderrun records in a lease blob's metadata: every key,
-// their read (Properties), the claim's write, a run's start and end, and the
-// merge that keeps foreign keys. The history and size limit:
-// record_history.go.
+// their read, the claim's write, a run's start and end (which keep foreign
+// keys). The history and size limit: record_history.go.
 
 package lease
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -82,10 +80,7 @@ func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[str
 // newProperties parses a read's metadata. Malformed values read as absent:
 // status must show what it can.
 func newProperties(state State, raw map[string]string, date time.Time) *Properties {
-	md := make(map[string]string, len(raw))
-	for k, v := range raw {
-		md[strings.ToLower(k)] = v
-	}
+	md := lowered(raw)
 	p := &Properties{Exists: true, State: state, Metadata: md, Date: date}
 	p.Holder = md[mdHolder]
 	p.Term, _ = parseTerm(md[mdTerm])
@@ -138,14 +133,13 @@ func skipError(p *Properties, window time.Duration) *SkipError {
 	return &SkipError{Holder: p.LastRun.Holder, Start: p.LastRun.Start, Window: window}
 }
 
-// mergeMetadata returns old with the keys of add set, all lowercased.
-func mergeMetadata(old, add map[string]string) map[string]string {
-	md := make(map[string]string, len(old)+len(add))
-	for k, v := range old {
-		md[strings.ToLower(k)] = v
+// lowered returns a copy of md with its keys lowercased.
+func lowered(md map[string]string) map[string]string {
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		out[strings.ToLower(k)] = v
 	}
-	maps.Copy(md, add)
-	return md
+	return out
 }
 
 // Run is one run of COMMAND under a lease, in service times (one-second
@@ -156,10 +150,7 @@ type Run struct {
 	Start    time.Time // when it started; never zero in a Run read back
 	End      time.Time // when it ended; zero while running or when not recorded
 	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
-	// Running: the run has no recorded end and its holder still holds the
-	// lease. A run with no recorded end that is not Running was cut short:
-	// see EndUnknown.
-	Running bool
+	Running  bool      // no end recorded, and its holder still holds the lease (else: EndUnknown)
 }
 
 // EndUnknown reports whether the run is over with its end never recorded:
@@ -182,17 +173,6 @@ func runKeys() []string {
 		keys = append(keys, historyKey(i))
 	}
 	return keys
-}
-
-// pickKeys returns the keys of md that are among keys.
-func pickKeys(md map[string]string, keys []string) map[string]string {
-	out := map[string]string{}
-	for _, k := range keys {
-		if v, ok := md[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
@@ -229,7 +209,7 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 // Call it on the metadata as read, before the claim writes its own term over
 // the previous run's.
 func startRun(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if prev, ok := lastRun(out); ok {
 		out = pushRun(out, prev)
 	}
@@ -244,7 +224,7 @@ func startRun(md map[string]string, r Run) map[string]string {
 // it: they outlive the history, for `leaderrun check` once the last success
 // has rolled out of it. An exit code outside 0–255 is recorded as unknown.
 func recordRunEnd(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if !r.Start.IsZero() {
 		out[mdLastRunStart] = formatTime(r.Start)
 	}

@@ -144,7 +144,7 @@ func metadataSize(md map[string]string) int {
 // entries are dropped beyond HistoryLen, and while the metadata would exceed
 // MaxMetadataSize. A run without a start is not recorded.
 func pushRun(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if r.Start.IsZero() {
 		return out
 	}
