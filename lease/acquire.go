@@ -45,10 +45,9 @@ type attempt struct {
 	notified  string      // holder and term last passed to OnWait
 	contended int         // acquires refused although a read said free
 	reason    string      // Hold's latest answer
-	// the latest marker read's pause (pauseText; "" if none), and whether
-	// the read was refused (warned once)
+	// pauseReason is the latest marker read's pause (pauseText; "" if none)
 	pauseReason  string
-	pauseRefused bool
+	pauseRefused bool // the marker's read was refused (warned once)
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.
@@ -67,18 +66,15 @@ const (
 	stepFree                // the latest read found the lease free: acquire, after the checks that may hold off
 )
 
-// poll is what the latest read found: with one slot the read that found it
-// free (nil if none), with several the listing and its free slots in the
-// order to try.
+// poll is what the latest read found.
 type poll struct {
-	free  *Properties
-	view  *View
-	slots []int
+	free  *Properties // one slot: the read that found the lease free (nil if none)
+	view  *View       // several: the listing
+	slots []int       // and its free slots, in the order to try
 }
 
-// run is the attempt's poll loop, for one slot and for several, until the
-// lease is claimed or the attempt gives up. Only the reads (a blob's read,
-// or a listing) and what follows a free lease differ by slot count.
+// run is the attempt's poll loop, until the lease is claimed or the attempt
+// gives up; only the reads and what follows a free lease differ by slots.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	next := stepAcquire
 	if a.w.ReadFirst || a.e.cfg.Slots > 1 {
@@ -118,9 +114,7 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		return nil, again, a.giveUpOrWait(ctx, a.seen)
 	}
 	if a.holding() {
-		// Give up, or poll (reads only) until Hold lets go and a read finds
-		// the lease free.
-		return nil, stepRead, a.giveUpOrWait(ctx, free)
+		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
 	// An optimistic acquire goes alone (its reads follow if it succeeds,
 	// see try); a follower's comes with the poll read that found the lease
@@ -151,9 +145,8 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	case ctx.Err() != nil:
 		return stepRead, ctx.Err()
 	case errors.Is(err, errPausedNow), errors.Is(err, errGoneNow):
-		// The optimistic acquire found the lease paused and gave it back
-		// unclaimed, or the blob is gone under a holder not waited out yet:
-		// from now on, poll.
+		// Given back unclaimed as paused, or the blob gone under a holder not
+		// waited out yet: from now on, poll.
 		a.succeeded()
 		return stepRead, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow) && a.claimSent:
@@ -171,18 +164,15 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 			return stepRead, a.giveUpOrWait(ctx, a.seen)
 		}
 		return stepRead, nil
-	}
-	var se *StorageError
-	if !errors.As(err, &se) {
+	case asStorageError(err) == nil:
 		return stepRead, err // *SkipError
 	}
-	return stepAcquire, a.failed(ctx, se)
+	return stepAcquire, a.failed(ctx, err)
 }
 
-// read is the read step of one slot, a follower's poll (or the read after
-// a refused optimistic acquire): stepFree with the read if the lease is
-// free; else read again after a failure's backoff, or a poll interval while
-// it is held; an error is one to give up with.
+// read is the read step of one slot (a poll, or the read after a refused
+// optimistic acquire): stepFree with the read if the lease is free; else
+// read again after a failure's backoff, or a poll interval while held.
 func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	p, err := a.b.getProperties(rctx)
@@ -198,8 +188,7 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	if err := a.pollCheck(p); err != nil {
 		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
 	}
-	// A run started within the window skips, held or free (the claim
-	// checks once more).
+	// A run started within the window skips, held or free (the claim checks).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return poll{}, stepRead, skipError(p, a.w.OncePer)
 	}

@@ -122,10 +122,9 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	if acquiredAt.IsZero() {
 		acquiredAt = p.Date
 	}
-	// The run's start goes in the same write (one request fewer per run and
-	// handover): the command starts right after the claim, and a run skipped
-	// by --once-per returned above, before any write. The previous run moves
-	// into the history (its end unknown if its holder could not record it).
+	// The run's start goes in the same write (one request fewer per run):
+	// the command starts right after the claim, and a run skipped by
+	// --once-per returned above, before any write.
 	md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
 		AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
 		Schedule: a.w.Schedule, Occurrence: occ}, now)
@@ -151,8 +150,7 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 	l.sawDate(p.Date)
 }
 
-// minReadGrace: how long try waits at least for the read sent right after
-// the acquire (see reusable).
+// minReadGrace: the least wait for the read sent right after the acquire.
 const minReadGrace = 100 * time.Millisecond
 
 // reusable returns pr's read if it shows the blob as the acquire answered
@@ -160,10 +158,7 @@ const minReadGrace = 100 * time.Millisecond
 // as the acquire took (rtt), at least minReadGrace, from when it was sent;
 // then the claim reads on its own.
 func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
-	if ans.ETag == "" || ans.Date.IsZero() {
-		return nil
-	}
-	if !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
+	if ans.ETag == "" || ans.Date.IsZero() || !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
 		return nil
 	}
 	p := pr.v // nil if the read failed: a failed read is simply not used
@@ -184,8 +179,7 @@ type inflight[T any] struct {
 	cancel context.CancelFunc
 }
 
-// sendAlong sends req on its own goroutine, bounded like any request of the
-// attempt.
+// sendAlong sends req on its own goroutine, bounded like any of a's.
 func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
 	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
@@ -196,15 +190,15 @@ func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context)
 	return r
 }
 
-// answered is an answer had before, as if it had just come.
+// answered is an answer had before, as if just come.
 func answered[T any](v T) *inflight[T] {
 	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// abandon cancels the request if it is still in flight and waits for its
-// goroutine to end. Safe on nil and more than once.
+// abandon cancels the request if still in flight and waits for its
+// goroutine. Safe on nil and more than once.
 func (r *inflight[T]) abandon() {
 	if r == nil {
 		return

@@ -1,5 +1,5 @@
-// Listing: one listing of the blobs of a container under a prefix, with
-// their lease state and metadata.
+// Listing: one listing of a container's blobs under a prefix, with their
+// lease state and metadata.
 
 package lease
 
@@ -13,15 +13,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
-// containerAPI is the storage edge for requests on the container as a
-// whole. azContainer sends them; tests may use a fake. Failures are
-// *StorageError, mapped at the edge.
+// containerAPI is the storage edge for requests on the whole container,
+// sent by azContainer or a test's fake; failures are *StorageError.
 type containerAPI interface {
-	// listBlobs lists the blobs whose names begin with prefix, with
-	// their lease state and metadata, following every page. The answer
-	// is the last page's (its Date). With skipHelpers (and prefix ""), it
-	// does not page through the helper blobs (names.go): the listing
-	// stops where they begin and goes on after them (startFrom).
+	// listBlobs lists the blobs under prefix with their lease state and
+	// metadata, every page; the answer is the last page's. With skipHelpers
+	// (and prefix "") it does not page through the helper blobs (names.go):
+	// it stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
 	// accountInfo is Get Account Information (account.go).
 	accountInfo(ctx context.Context) (accountInfo, error)
@@ -37,10 +35,9 @@ type listedBlob struct {
 	Metadata   map[string]string // names lowercased; never nil
 }
 
-// maxListPages bounds one listing: 5,000 blobs a page, so 100 pages are
-// half a million blobs under one prefix, far beyond what a container of
-// leases holds. A listing that would go on is an error, not a partial
-// answer.
+// maxListPages bounds one listing: at 5,000 blobs a page, half a million
+// blobs under one prefix, far beyond a container of leases. A listing that
+// would go on is an error, not a partial answer.
 const maxListPages = 100
 
 func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
@@ -145,26 +142,23 @@ func quotedETag(e string) string {
 	return `"` + e + `"`
 }
 
-// Listed is one blob of a listing: its name and what it says about its
-// lease, parsed as Properties parses a read (Date is the listing's).
+// Listed is one blob of a listing, parsed as a read is (Date: the listing's).
 type Listed struct {
 	Name  string
 	Props *Properties
 }
 
-// List lists the blobs of the container whose names begin with prefix
-// ("" for all), with their lease state and metadata, in one request per
-// 5,000 blobs, and returns them in name order with the service's Date of
-// the answer. The directories of a hierarchical-namespace account are
-// left out. A missing container is an empty listing. Failures are
-// *StorageError; a done ctx returns ctx.Err().
+// List lists the container's blobs under prefix ("" for all) with their
+// lease state and metadata, one request per 5,000 blobs, in name order, with
+// the answer's service Date. A hierarchical namespace's directories are left
+// out; a missing container lists empty. Failures are *StorageError; a done
+// ctx returns ctx.Err().
 func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
 }
 
-// ListLeases is List of the whole container without the helper blobs
-// (names.go: done markers): the listing does not page through them,
-// however many accumulate.
+// ListLeases is List of the whole container without paging through the
+// helper blobs (names.go: done markers), however many accumulate.
 func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
 	return c.list(ctx, "", true)
 }

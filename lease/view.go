@@ -14,10 +14,9 @@ import (
 
 // View is one lease as a listing (or, failing that, one read) shows it.
 type View struct {
-	Name string
-	URL  string // the blob NAME's URL (slot 0), without any secret
-	// Slots are the slot blobs that exist, by slot; slot 0 may be missing.
-	Slots []Slot
+	Name  string
+	URL   string // the blob NAME's URL (slot 0), without any secret
+	Slots []Slot // the slot blobs that exist, by slot; slot 0 may be missing
 	// SlotCount is N: slot 0's recorded slot count, or one more than the
 	// highest slot seen (1 for a lease of one slot, or of none).
 	SlotCount int
@@ -160,10 +159,10 @@ func (c *Container) Views(ctx context.Context) ([]View, error) {
 	return Group(listed, date, c.BlobURL), nil
 }
 
-// View reads this lease: one listing of the prefix NAME (every slot and the
-// pause marker) and one of its done markers. Credentials that may read the
-// blob NAME but not list the container (a SAS for that blob alone) get the
-// one read of slot 0, without pause or done hosts.
+// View reads this lease: one listing of the prefix NAME (slots, pause
+// marker) and one of its done markers. Credentials that may read the blob
+// NAME but not list (a SAS for that blob alone) get one read of slot 0,
+// without pause or done hosts.
 func (b *Blob) View(ctx context.Context) (*View, error) {
 	listed, date, err := b.c.List(ctx, b.name)
 	if denied(err) {
