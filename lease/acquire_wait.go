@@ -142,7 +142,6 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// holding asks Hold whether to hold off the acquire about to be sent.
 func (a *attempt) holding() bool {
 	if a.w.Hold == nil {
 		return false
@@ -151,8 +150,7 @@ func (a *attempt) holding() bool {
 }
 
 // heldBack records reason (a hold's or a pause's; "" for none) in *last
-// and, waiting, tells OnHold when it appears or changes. It reports whether
-// the acquire is held back.
+// and, waiting, tells OnHold when it appears or changes: held back?
 func (a *attempt) heldBack(last *string, reason string) bool {
 	changed := reason != *last
 	*last = reason

@@ -75,8 +75,8 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		case err != nil:
 			return err
 		}
-		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = t.term, t.acquiredAt, t.md, !t.now.IsZero()
-		l.Occurrence = t.occurrence
+		l.Term, l.AcquiredAt, l.Occurrence, l.meta = t.term, t.acquiredAt, t.occurrence, t.md
+		l.runStartRecorded = !t.now.IsZero()
 		l.preRun = lowered(p.Metadata)
 		l.sawDate(t.now)
 		l.sawDate(ans.Date)
@@ -138,15 +138,13 @@ func (a *attempt) ownClaim(p *Properties) bool {
 
 // adopt takes over the term that our own claim, found in p, wrote.
 func (a *attempt) adopt(l *Lease, p *Properties) {
-	l.Term = p.Term
-	if at := p.AcquiredAt; !at.IsZero() {
-		l.AcquiredAt = at
+	l.Term, l.meta, l.runStartRecorded = p.Term, p.Metadata, p.Metadata[mdLastRunStart] != ""
+	if !p.AcquiredAt.IsZero() {
+		l.AcquiredAt = p.AcquiredAt
 	}
-	l.meta = p.Metadata
 	if a.w.Schedule != nil {
 		l.Occurrence = p.Occurrence
 	}
-	l.runStartRecorded = p.Metadata[mdLastRunStart] != ""
 	l.sawDate(p.Date)
 }
 

@@ -43,81 +43,71 @@ type WaitOptions struct {
 	NoWait  bool          // try once: held by someone else → *HeldError
 	Timeout time.Duration // 0 waits for ever; on expiry → *HeldError
 	// HeldIsEnough, with NoWait, ends at the first refused acquire with a
-	// *HeldError naming no holder, without the read that would name it, so
-	// that a losing contender costs the blob one request: for a caller to
-	// whom "held" and "skipped" end alike, showing nothing (--no-wait -E 0 -q).
+	// *HeldError naming no holder, without a read, so a losing contender
+	// costs one request (for --no-wait -E 0 -q: held or skipped end alike).
 	HeldIsEnough bool
-	// ReadFirst makes the first step a read, not an optimistic acquire, for
-	// a contender that expects to come late (--splay): a run already
-	// started, or a holder, is then one request; a free lease one round
-	// trip more.
+	// ReadFirst makes the first step a read, not an optimistic acquire, for a
+	// contender that expects to come late (--splay): a run already started,
+	// or a holder, is then one request; a free lease one round trip more.
 	ReadFirst bool
-	// StorageTimeout is how long storage failures in a row (throttling,
-	// 5xx, timeouts, network) are retried before giving up with the last,
-	// when Timeout is 0 (with a Timeout, its deadline is the budget).
-	// 0 means DefaultStorageTimeout.
+	// StorageTimeout is how long storage failures in a row (throttling, 5xx,
+	// timeouts, network) are retried when Timeout is 0 (else its deadline is
+	// the budget). 0 means DefaultStorageTimeout.
 	StorageTimeout time.Duration
 	// OncePer skips (a *SkipError) when a run started less than OncePer ago
 	// by the service's clock: found after acquiring (the lease is released
 	// first), or on the current holder's run (even with NoWait). 0 is off.
 	OncePer time.Duration
-	// Once skips (Reason SkipOnce) when the lease records a run that ended
-	// with status 0, by anyone; a failed run does not count. Checked on
-	// every poll read and again in the claim (released first). Refused
-	// with more than one slot (once.go says why).
+	// Once skips (SkipOnce) when the lease records a run that ended with
+	// status 0, by anyone: on every poll read and again in the claim
+	// (released first). Refused with more than one slot (once.go says why).
 	Once bool
-	// OncePerHost, if set, is this host's name: skip (Reason
-	// SkipOncePerHost) when its done marker NAME~done/HOST exists, checked
-	// before the first acquire and again once acquired (released first).
-	// Lease.MarkDone writes it; see once.go.
+	// OncePerHost, if set, is this host's name: skip (SkipOncePerHost) when
+	// its done marker NAME~done/HOST exists (Lease.MarkDone), checked before
+	// the first acquire and again once acquired (released first).
 	OncePerHost string
-	// Schedule, if set, runs only the occurrence due (schedule.go), asked
-	// on every poll read and again in the claim, by the service's clock; a
-	// *SkipError (SkipNotDue, SkipStarted, SkipMissed) when none is. The
-	// claim records the occurrence; the Lease carries it.
+	// Schedule, if set, runs only the occurrence due (schedule.go), asked on
+	// every poll read and in the claim (which records it; the Lease carries
+	// it), by the service's clock; none due: a *SkipError (SkipNotDue,
+	// SkipStarted, SkipMissed).
 	Schedule Schedule
-	// OnWait, if set, is called when the wait starts and when the holder
-	// changes while waiting.
-	OnWait func(p *Properties)
-	// OnTry, if set, is called right before each Acquire Lease request (the
-	// first, a follower's after a read found the lease free, a retry, the
-	// second after creating a missing blob), so the caller can prepare in
-	// parallel what must be ready once the lease is held (leaderrun's
-	// child-process guard). It promises nothing: the acquire may be refused.
+	OnWait   func(p *Properties) // if set: told when the wait starts and when the holder changes
+	// OnTry, if set, is called right before each Acquire Lease request (also
+	// the second after creating a missing blob), so that the caller prepares
+	// in parallel what must be ready once the lease is held (the child's
+	// guard). It promises nothing: the acquire may be refused.
 	OnTry func()
-	// Hold, if set, is asked right before each acquire that would be sent
-	// (not the second right after creating a missing blob). A non-empty
-	// answer is the reason not to acquire now: with NoWait, a *HeldError
-	// with that Reason and nothing sent; waiting, polling with reads only
-	// until Hold answers "" and the lease is free (Timeout still applies).
-	// It must be cheap (no I/O): it is asked at every poll that finds the
-	// lease free.
+	// Hold, if set, is asked before each acquire that would be sent (not the
+	// second after creating a missing blob); a non-empty answer is the reason
+	// not to acquire: with NoWait a *HeldError with that Reason, nothing
+	// sent; waiting, polling with reads only until Hold answers "" and the
+	// lease is free (Timeout applies). It is asked at every poll that finds
+	// the lease free, so it must be cheap (no I/O).
 	Hold func() string
-	// OnHold, if set, is called when a waiting Acquire (not NoWait) is first
+	// OnHold, if set, is told when a waiting Acquire (not NoWait) is first
 	// held off by Hold and whenever the reason changes.
 	OnHold func(reason string)
 }
 
 // Acquire acquires the lease, waiting as w says, and writes the new term to
-// the blob's metadata. The Lease is held but not yet kept: call Keep before
+// the blob's metadata. The Lease is held but not kept: call Keep before
 // starting the child.
 //
 // Errors: *HeldError (ErrHeld) when not acquired with NoWait or by Timeout
 // (Reason set when Hold kept it off); *SkipError (ErrSkipped) for a skip;
 // *StorageError (ErrUnavailable) when the storage refuses (400, 401, 403,
-// …: at once) or cannot be reached within its budget (network, 408, 429,
-// 5xx: retried with capped exponential backoff and full jitter, for
-// StorageTimeout or until Timeout); ctx.Err() when ctx ends (promptly).
+// …: at once) or stays unreachable (network, 408, 429, 5xx: retried with
+// capped exponential backoff and full jitter, for StorageTimeout or until
+// Timeout); ctx.Err() when ctx ends (promptly).
 //
-// After one optimistic acquire, a waiting follower reads the blob every
-// PollInterval (±20 %) and acquires only when it is neither leased nor
-// breaking. The optimistic acquire goes out alone, so that a losing
-// contender costs the blob two requests (the refused acquire, one read to
-// learn the holder) and a fleet starting in the same second does not
-// triple its own load. A free lease costs three round trips (acquire; the
-// blob's and the pause marker's reads together; the term's write); a
-// follower's handover reuses the poll read that found it free (acquire,
-// then the write; claim says why that cannot make the term go wrong).
+// The optimistic acquire goes out alone, so a losing contender costs the
+// blob two requests (the refused acquire, a read naming the holder) and a
+// fleet starting in the same second does not triple its load. A waiting
+// follower then reads every PollInterval (±20 %), acquiring only a lease
+// neither leased nor breaking. A free lease costs three round trips
+// (acquire; the blob's and the marker's reads together; the term's write);
+// a handover reuses the poll read that found it free (claim says why that
+// is safe).
 func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.Timeout < 0 {
 		return nil, configErr("timeout", "%s: must not be negative", w.Timeout)

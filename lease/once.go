@@ -15,8 +15,8 @@ import (
 	"strings"
 )
 
-// SlotsError: the lease records another slot count than this contender's.
-// It comes wrapped in a *ConfigError (a usage error: exit 64).
+// SlotsError: the lease records another slot count than this contender's,
+// wrapped in a *ConfigError (a usage error: exit 64).
 type SlotsError struct {
 	Lease    string // the lease name
 	Want     int    // this contender's --slots
@@ -138,8 +138,8 @@ func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	})
 }
 
-// sameHost reports whether holder, an identity, is host's: host itself
-// (--identity) or host:PID (the default identity).
+// sameHost reports whether identity holder is host's: host (--identity) or
+// host:PID (the default).
 func sameHost(holder, host string) bool {
 	return holder == host || strings.HasPrefix(holder, host+":")
 }

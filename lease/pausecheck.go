@@ -1,12 +1,10 @@
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause: names.go, pause.go), and a contender's check before
-// each acquire (attempt.acquireOne).
-//
-// Cost: a contender reads the marker once per acquire, never per poll of a
-// held lease. The optimistic first acquire sends the read with the acquire
-// (no extra round trip) and, if paused, releases the lease it just got
-// without claiming a term; a follower whose poll found the lease free reads
-// the marker before its acquire (one round trip more per handover).
+// each acquire. Cost: one marker read per acquire, never per poll of a held
+// lease; the optimistic acquire sends it with the acquire (no extra round
+// trip) and, if paused, releases the lease it just got without claiming a
+// term; a follower whose poll found the lease free reads it before its
+// acquire (one round trip more per handover).
 //
 // Limits: a contender that read "not paused" may still acquire and start
 // COMMAND up to one round trip after a pause was written. One whose
@@ -124,8 +122,7 @@ func (b *Blob) pauseMarker() (*Blob, error) {
 	return b.marker, nil
 }
 
-// pauseText is a contender's reason not to acquire: "paused: …"; "" for
-// no pause.
+// pauseText is a contender's reason not to acquire ("paused: …"; nil: "").
 func pauseText(p *Pause) string {
 	if p == nil {
 		return ""
@@ -140,8 +137,7 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// startPauseRead sends a read of the pause marker alongside the acquire;
-// nil when the blob has no marker (unit tests' fakes).
+// startPauseRead sends the marker's read; nil if the blob has none (fakes).
 func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
 	if a.b.marker == nil {
 		return nil
@@ -167,8 +163,7 @@ func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 	return r.v, r.err
 }
 
-// pauseReason reads the marker m with ctx's deadline only: pauseText if
-// paused by the read's Date, "" if not.
+// pauseReason reads the marker m: pauseText if paused at the read's Date.
 func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 	props, err := m.getProperties(ctx)
 	if err != nil {

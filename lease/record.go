@@ -21,11 +21,8 @@ const (
 	mdLeaseDuration = "leaseduration"
 	mdAcquiredAt    = "acquiredat"
 	mdVersion       = "leaderrunversion"
-	// mdClaim is a random nonce per Acquire call: a claim that landed but
-	// whose answer was lost reads back as ours.
-	mdClaim = "claim"
-	// mdSlots is the slot count, on every slot blob of a lease of several.
-	mdSlots = "slots"
+	mdClaim         = "claim" // a nonce per Acquire call: a claim that landed, its answer lost, reads back as ours
+	mdSlots         = "slots" // the slot count, on every slot blob of a lease of several
 	// A scheduled lease's: the schedule as given, and the occurrence last
 	// started (RFC 3339, UTC).
 	mdSchedule   = "schedule"
@@ -81,15 +78,13 @@ func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[str
 // status must show what it can.
 func newProperties(state State, raw map[string]string, date time.Time) *Properties {
 	md := lowered(raw)
-	p := &Properties{Exists: true, State: state, Metadata: md, Date: date}
-	p.Holder = md[mdHolder]
+	p := &Properties{Exists: true, State: state, Metadata: md, Date: date, Holder: md[mdHolder],
+		AcquiredAt: parseTime(md[mdAcquiredAt]), Directory: isDirectory(md),
+		Schedule: md[mdSchedule], Occurrence: parseTime(md[mdOccurrence])}
 	p.Term, _ = parseTerm(md[mdTerm])
 	if s, err := strconv.Atoi(md[mdLeaseDuration]); err == nil && s > 0 {
 		p.LeaseDuration = time.Duration(s) * time.Second
 	}
-	p.AcquiredAt = parseTime(md[mdAcquiredAt])
-	p.Directory = isDirectory(md)
-	p.Schedule, p.Occurrence = md[mdSchedule], parseTime(md[mdOccurrence])
 	if r, ok := lastRun(md); ok {
 		p.LastRun = &r
 	}
@@ -185,10 +180,7 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 	if start.IsZero() {
 		return Run{}, false
 	}
-	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC()}
-	if end := parseTime(md[mdLastRunEnd]); !end.IsZero() {
-		r.End = end.UTC()
-	}
+	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC(), End: parseTime(md[mdLastRunEnd]).UTC()}
 	termKey := mdLastRunTerm
 	if _, has := md[mdLastRunTerm]; !has {
 		termKey = mdTerm
@@ -200,14 +192,13 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 	return r, true
 }
 
-// startRun returns md (keys lowercased) with r recorded as the run starting
-// now: the previous run of the lastrun* keys is pushed to the history first
-// (end and exit unknown if it never recorded them; a run already there is
-// not pushed again), then lastrunstart, lastrunholder and lastrunterm are
-// set from r and lastrunend and lastexit cleared. A zero r.Start removes
-// lastrunstart: the previous run's start must not be taken for this one's.
-// Call it on the metadata as read, before the claim writes its own term over
-// the previous run's.
+// startRun returns md (keys lowercased) with r as the run starting now: the
+// lastrun* keys' run goes to the history first (end and exit unknown if not
+// recorded; not twice), then lastrunstart, lastrunholder and lastrunterm are
+// set from r, lastrunend and lastexit cleared. A zero r.Start removes
+// lastrunstart: the previous run's must not be taken for this one's. Call it
+// on the metadata as read, before the claim writes its term over the
+// previous run's.
 func startRun(md map[string]string, r Run) map[string]string {
 	out := lowered(md)
 	if prev, ok := lastRun(out); ok {

@@ -23,8 +23,7 @@ func asStorageError(err error) *StorageError {
 	return nil
 }
 
-// denied reports whether err is a *StorageError of status 401 or 403: the
-// credentials may not do that.
+// denied reports whether err is a 401 or 403 *StorageError.
 func denied(err error) bool {
 	se := asStorageError(err)
 	return se != nil && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized)

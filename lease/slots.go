@@ -1,20 +1,16 @@
 // slots.go: a lease of N > 1 slots (Config.Slots). Each slot is its own
 // lease blob (NAME, NAME~slot-1, …: names.go) with the whole safety rule,
 // its own term and run record. A contender polls with one listing of the
-// prefix NAME (every slot's lease state and metadata, and the pause marker,
-// in one request), tries the free slots in random order, and writes nothing
-// while every slot is held. This host's done marker lives apart (names.go):
-// it is read before the first listing and again once a slot is held.
-//
-// The first step is a listing, not an optimistic acquire: it carries what
-// must be checked before any write (another slot count, each slot's
-// once-per window), and its ETag lets the claim skip its read. A free slot
-// costs three requests in three round trips (list, acquire, claim); a held
-// one the listing alone.
-//
-// --once-per applies per slot: a slot whose last run started within the
-// window is not taken, and a contender skips when every slot has, so
-// `--slots 2 --once-per 4m` lets up to two runs start per window.
+// prefix NAME (every slot's state and metadata, the pause marker), tries the
+// free slots in random order, and writes nothing while all are held. The
+// first step is a listing, not an optimistic acquire: it carries what must
+// be checked before any write (another slot count, each slot's once-per
+// window), and its ETag lets the claim skip its read: a free slot costs
+// three round trips (list, acquire, claim), a held one the listing. This
+// host's done marker lives apart (names.go), read before the first listing
+// and once a slot is held. --once-per applies per slot, and a contender
+// skips when every slot had a run start within the window: `--slots 2
+// --once-per 4m` lets up to two runs start per window.
 
 package lease
 
