@@ -100,11 +100,10 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return l, err
 }
 
-// acquireOne is the acquire step of one slot: unread (the optimistic
-// acquire, or a retry after a failure; free is the latest read if any), or
-// after a read that found the lease free (free, which the claim may reuse)
-// and a read of the pause marker. A blob gone under a holder, Hold or a
-// pause keep it off.
+// acquireOne is the acquire step of one slot: unread (the optimistic one,
+// or a retry; free: the latest read if any), or after a read that found the
+// lease free (free) and a read of the marker. A blob gone under a holder,
+// Hold or a pause keep it off.
 func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool) (*Lease, step, error) {
 	again := stepRead // a blob gone under a holder is waited out in the step it was found in
 	if unread {
@@ -116,9 +115,8 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	if a.holding() {
 		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
-	// An optimistic acquire goes alone (its reads follow if it succeeds,
-	// see try); a follower's comes with the poll read that found the lease
-	// free, after a read of the marker.
+	// An optimistic acquire goes alone (its reads follow, see try); a
+	// follower's comes with its poll read, the claim's to reuse.
 	var pr *inflight[*Properties]
 	if !unread {
 		if ok, err := a.checkPause(ctx, free); !ok {
@@ -137,9 +135,9 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	return nil, next, err
 }
 
-// settle decides what follows an acquire that did not claim the lease (err,
-// not nil): poll again (stepRead, nil), send the acquire again after a
-// failure's backoff (stepAcquire), or give up (an error).
+// settle decides what follows an acquire that did not claim the lease: poll
+// again (stepRead, nil), retry after a failure's backoff (stepAcquire), or
+// give up (an error).
 func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	switch {
 	case ctx.Err() != nil:
@@ -208,11 +206,10 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 }
 
 // try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, claims the term (claim). pr, if not nil, is the poll read
-// that found the lease free, which the claim uses if the blob has not
-// changed since. If nil (the optimistic acquire), the blob and its pause
-// marker are read together once the acquire has succeeded: the lease is
-// given back unclaimed (errPausedNow) if the marker says paused, or if its
+// if it succeeds, claims the term. pr, if not nil, is the poll read that
+// found the lease free, for the claim to reuse. If nil (the optimistic
+// acquire), the blob and its marker are read together once acquired: the
+// lease is given back unclaimed (errPausedNow) if paused or if the marker's
 // read failed.
 //
 // A claim that failed for a maybe transient reason keeps the lease
@@ -243,10 +240,9 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
 			se.kind = kindTransient // deleted right after we created it
 		case se.kind == kindHeld || se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusPreconditionFailed:
-			// Someone else holds it: not with our lease ID, which every
-			// acquire of this attempt proposes, so none of ours landed
-			// unseen either (a lease of ours being broken is the one
-			// refusal that does not say so).
+			// Held by another, not with our lease ID (every acquire of ours
+			// proposes it): none of ours landed unseen, unless the refusal
+			// says breaking, which may be our lease being broken.
 			if se.Code != codeLeaseBreaking {
 				a.unsure = false
 			}
@@ -330,8 +326,7 @@ func (a *attempt) cleanup(ctx context.Context) {
 	}
 }
 
-// acquire sends one Acquire Lease, after OnTry; sent is when (t_ok if it
-// succeeds).
+// acquire sends one Acquire Lease after OnTry; sent is t_ok if it succeeds.
 func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err error) {
 	rctx, cancel := a.requestCtx(ctx)
 	defer cancel()

@@ -39,8 +39,7 @@ func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.Canc
 	return context.WithDeadline(ctx, a.requestDeadline())
 }
 
-// requestDeadline bounds a request sent now: requestTimeout, and the wait's
-// deadline while it is ahead.
+// requestDeadline: requestTimeout from now, or the wait's deadline if ahead.
 func (a *attempt) requestDeadline() time.Time {
 	now := time.Now()
 	d := now.Add(requestTimeout)
@@ -114,9 +113,8 @@ func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// heldWait is what a contender does once a read shows the lease held by
-// held (nil: none to name, the free slots taken since): give up, or tell
-// OnWait and wait one poll interval.
+// heldWait: a read showed the lease held by held (nil: none to name, the
+// free slots taken since): give up, or tell OnWait and wait a poll interval.
 func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	if held != nil {
 		a.seen = held
@@ -166,8 +164,7 @@ func (a *attempt) heldBack(last *string, reason string) bool {
 	return true
 }
 
-// heldError is the *HeldError to give up with: p's holder (nil: none) and
-// the latest reason of Hold or the pause.
+// heldError names p's holder (nil: none) and Hold's or the pause's reason.
 func (a *attempt) heldError(p *Properties) *HeldError {
 	he := heldError(p)
 	he.Reason = cmp.Or(a.reason, a.pauseReason)

@@ -77,9 +77,8 @@ func (l *Lease) sawDate(d time.Time) {
 	l.date, l.dateAt = d, time.Now()
 }
 
-// serviceNow is the service's time now: the latest answer's Date plus the
-// monotonic time since it arrived, to the second; never the local wall
-// clock. Zero if no Date was seen.
+// serviceNow is the latest answer's Date plus the monotonic time since, to
+// the second; never the local wall clock. Zero if no Date was seen.
 func (l *Lease) serviceNow() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,14 +88,12 @@ func (l *Lease) serviceNow() time.Time {
 	return l.date.Add(time.Since(l.dateAt)).UTC().Truncate(time.Second)
 }
 
-// RecordRunStart writes lastrunstart and lastrunholder, and clears
-// lastrunend and lastexit; call it right before the child starts. Right
-// after Acquire it writes nothing: the claim recorded the start with the
-// term (service time: the later of the acquire's Date and that of the read
-// the claim used). Otherwise lastrunstart is serviceNow (Date has
-// one-second resolution). Transient failures are retried for up to 5 s.
-// Under --once-per the record is what makes later contenders skip, so a
-// failure should stop the run.
+// RecordRunStart writes lastrunstart (serviceNow) and lastrunholder and
+// clears lastrunend and lastexit; call it right before the child starts.
+// Right after Acquire it writes nothing: the claim recorded the start (at
+// the later of the acquire's Date and its read's). Transient failures are
+// retried for up to 5 s. Under --once-per the record makes later
+// contenders skip, so a failure should stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
 	if l.runStartRecorded {
 		l.runStartRecorded = false
@@ -123,9 +120,8 @@ func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	})
 }
 
-// updateMetadata writes what edit makes of a copy of the metadata last
-// written, with the lease ID, retrying transient failures within
-// requestTimeout.
+// updateMetadata writes, with the lease ID, what edit makes of a copy of the
+// metadata last written, retrying transient failures within requestTimeout.
 func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[string]string) map[string]string) error {
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))

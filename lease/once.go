@@ -53,11 +53,10 @@ func (a *attempt) pollCheck(p *Properties) error {
 	return nil
 }
 
-// hostDone is --once-per-host's check (none without it): a read of this
-// host's done marker, a skip if it exists. A marker of an earlier release
-// (legacyDoneBlob) is read too, only when the current one is absent: a host
-// that finished before an upgrade stays done. Acquire checks it before the
-// first acquire and again once acquired (doneAfter).
+// hostDone is --once-per-host's check (none without it), before the first
+// acquire: a read of this host's done marker, a skip if it exists. An
+// earlier release's marker (legacyDoneBlob) is read too if the current one
+// is absent: a host that finished before an upgrade stays done.
 func (a *attempt) hostDone(ctx context.Context) error {
 	if a.w.OncePerHost == "" {
 		return nil
@@ -88,14 +87,13 @@ func (a *attempt) doneSkip() *SkipError {
 	return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 }
 
-// doneAfter is --once-per-host's check again once l is held, so that a
-// contender of this host that waited while this host's run succeeded does
-// not run again (the marker is written before the release). With several
-// slots one listing follows: another slot held by this host (a second
-// leaderrun of the same host) sends this one back to waiting (errHeldNow);
-// two of the same host that acquire at the same moment each list after
-// their own claim, so at least one sees the other. Any outcome but going
-// on releases l.
+// doneAfter checks hostDone again once l is held, so that a contender that
+// waited while this host's run succeeded does not run again (the marker is
+// written before the release). With several slots a listing follows:
+// another slot held by this host (a second leaderrun there) sends this one
+// back to waiting (errHeldNow); two that acquire at once each list after
+// their own claim, so one at least sees the other. Any outcome but going on
+// releases l.
 func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if a.w.OncePerHost == "" {
 		return nil

@@ -114,9 +114,8 @@ func parseTime(s string) time.Time {
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// withinWindow reports whether p records a run that started less than
-// window ago by the service's clock (p.Date); without a Date or a start,
-// no.
+// withinWindow reports whether p records a run started less than window
+// ago by the service's clock (p.Date); without a Date or a start, no.
 func withinWindow(p *Properties, window time.Duration) bool {
 	if window <= 0 || p == nil || p.LastRun == nil || p.Date.IsZero() {
 		return false
@@ -137,8 +136,7 @@ func lowered(md map[string]string) map[string]string {
 	return out
 }
 
-// Run is one run of COMMAND under a lease, in service times (one-second
-// resolution).
+// Run is one run of COMMAND under a lease, in service times (to the second).
 type Run struct {
 	Holder   string    // who ran it; from a history entry at most 96 characters, a longer one cut ending in "..."
 	Term     int64     // the term it ran under; 0 if unknown
@@ -156,12 +154,10 @@ func (r Run) EndUnknown() bool { return !r.Running && r.End.IsZero() && r.ExitCo
 // Succeeded reports whether the run ended with status 0.
 func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 
-// Failed reports whether the run ended with a non-zero status or its end
-// is unknown.
+// Failed reports whether the run ended with status ≠ 0 or its end is unknown.
 func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
-// runKeys are the keys a run's start changes (startRun): the lastrun* keys
-// and the history.
+// runKeys are the keys startRun changes: lastrun* and the history.
 func runKeys() []string {
 	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
 	for i := range HistoryLen {
@@ -232,7 +228,7 @@ func recordRunEnd(md map[string]string, r Run) map[string]string {
 }
 
 // setLastRun sets lastrunholder, lastrunterm, lastrunend and lastexit from
-// r; an end or exit r does not know is removed.
+// r, removing an end or exit r does not know.
 func setLastRun(md map[string]string, r Run) {
 	md[mdLastRunHolder] = r.Holder
 	md[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
@@ -269,8 +265,7 @@ func recordedSlots(md map[string]string) int {
 	return 0
 }
 
-// slotsMismatch returns the count md records when it is not n; 0 if it
-// agrees or is not known.
+// slotsMismatch is the count md records if not n; 0 if it agrees or is unknown.
 func slotsMismatch(md map[string]string, n int) int {
 	if r := recordedSlots(md); r != 0 && r != n {
 		return r

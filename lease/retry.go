@@ -1,8 +1,7 @@
 // retry.go: how lease waits and retries, each written once: the backoffs,
-// the run of failures they count, the retry loop for one request (a metadata
-// write, a release), and the wait that ends early when a channel closes. The
-// acquire's poll loop and the keeper schedule their own tries around their
-// deadlines, with the same parts.
+// the run of failures, the retry loop for one request, and the wait that
+// ends when a channel closes. The acquire's poll loop and the keeper use
+// them around deadlines of their own.
 
 package lease
 
@@ -76,8 +75,7 @@ type failureRun struct {
 	since time.Time // when the run's first failed request was sent
 }
 
-// add counts a failed try sent at sent, and returns the wait before the
-// next: backoff(n).
+// add counts a failed try sent at sent, and returns backoff(n).
 func (f *failureRun) add(sent time.Time) time.Duration {
 	f.count(sent)
 	return backoff(f.n)
@@ -93,10 +91,9 @@ func (f *failureRun) count(sent time.Time) {
 
 func (f *failureRun) reset() { *f = failureRun{} }
 
-// retryTransient calls try until it returns anything but a transient
-// *StorageError, or ctx ends, waiting backoff(n) after the nth failure, and
-// returns try's last error. try bounds its request by ctx, which bounds the
-// whole.
+// retryTransient calls try, which bounds its request by ctx, until it
+// returns anything but a transient *StorageError or ctx ends, waiting
+// backoff(n) after the nth failure; it returns try's last error.
 func retryTransient(ctx context.Context, try func() error) error {
 	var run failureRun
 	for {

@@ -22,8 +22,7 @@ import (
 	"time"
 )
 
-// recordedOther is a slot count other than n that a slot blob (any, beyond
-// n too) records; 0 if none.
+// recordedOther is a slot count not n that any slot blob records; 0: none.
 func (v *View) recordedOther(n int) int {
 	for _, s := range v.Slots {
 		if r := slotsMismatch(s.Props.Metadata, n); r != 0 {
@@ -60,8 +59,7 @@ func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) boo
 	return free, skip
 }
 
-// holder is the lowest held slot's read, for OnWait and *HeldError; nil if
-// none.
+// holder is the lowest held slot's read (OnWait, *HeldError); nil if none.
 func (v *View) holder() *Properties {
 	for _, s := range v.Slots {
 		if s.Props.State.Held() {
@@ -71,8 +69,7 @@ func (v *View) holder() *Properties {
 	return nil
 }
 
-// heldByHost reports whether a slot other than mine is held by host, as its
-// metadata says.
+// heldByHost reports whether a slot but mine is held by host (its metadata).
 func (v *View) heldByHost(host string, mine int) bool {
 	for _, s := range v.Slots {
 		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
@@ -83,11 +80,10 @@ func (v *View) heldByHost(host string, mine int) bool {
 }
 
 // readSlots is the read step of several slots: one listing, and what it
-// says before any write (another slot count recorded, this host done, every
-// once-per window spent). Free slots go to acquireSlot, unless Hold, a pause,
-// or another slot held by this host (--once-per-host: wait for its run,
-// which may write the done marker, rather than claim a slot only to give it
-// back) keep them off.
+// says before any write (another slot count, this host done, every once-per
+// window spent). Free slots go to acquireSlot unless Hold, a pause, or a
+// slot held by this host keep them off (--once-per-host: wait for its run,
+// which may write the done marker, rather than claim a slot to give back).
 func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	name, n := a.b.name, a.e.cfg.Slots
 	v, err := a.list(ctx)

@@ -139,7 +139,7 @@ func emptyView(name string, date time.Time, url func(string) string) *View {
 }
 
 // viewOf is lease name's view in a listing of its prefix (which may hold
-// other leases whose names begin with name).
+// other leases: names that begin with name).
 func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
 	for _, v := range Group(listed, date, url) {
 		if v.Name == name {
@@ -149,8 +149,7 @@ func viewOf(name string, listed []Listed, date time.Time, url func(string) strin
 	return emptyView(name, date, url)
 }
 
-// Views lists every lease of the container (ListLeases: without paging
-// through the helper blobs), each as a View.
+// Views lists every lease of the container (ListLeases) as a View.
 func (c *Container) Views(ctx context.Context) ([]View, error) {
 	listed, date, err := c.ListLeases(ctx)
 	if err != nil {
