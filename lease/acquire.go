@@ -30,10 +30,9 @@ type attempt struct {
 	nonce  string
 	unsure bool // an acquire may have succeeded unseen (or a release failed): cleanup releases it
 	// claimSent: a claim was sent with no answer saying it failed, so the
-	// blob may record our run's start under our nonce. Finding the lease
-	// held, such an attempt does not give up before a read shows whose
-	// claim the blob records (settle): a contender that finds our claim
-	// skips it and lets go, and only we can run it.
+	// blob may record our run under our nonce: finding the lease held, do not
+	// give up before a read shows whose claim it records (settle): another
+	// that finds our claim skips it and lets go, and only we can run it.
 	claimSent    bool
 	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
@@ -190,9 +189,8 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return poll{}, stepRead, skipError(p, a.w.OncePer)
 	}
-	// Scheduled: an occurrence already started, none due, or one missed
-	// skips, held or free; a due one held by an earlier run waits or
-	// gives up as held (the claim decides once more).
+	// Scheduled: an occurrence started, none due, or one missed skips, held
+	// or free; one due but held waits or gives up as held (the claim decides).
 	if p.Exists && !a.ownClaim(p) {
 		if _, err := a.due(p, p.Date); err != nil {
 			return poll{}, stepRead, err
@@ -284,12 +282,11 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	return l, nil
 }
 
-// refresh renews, by an acquire with our lease ID, a just-claimed lease
-// whose claim took so long (a throttled service, a starved host) that no
-// renewal try fits before its stop deadline: handed over as it is, it would
-// be lost as COMMAND starts. If that fails, the lease is kept (unsure) and
-// the failure counts as transient: the next try acquires again and adopts
-// our own claim (claim.go).
+// refresh renews, by an acquire with our lease ID, a lease whose claim took
+// so long (a throttled service, a starved host) that no renewal try fits
+// before its stop deadline: as it is, it would be lost as COMMAND starts.
+// If that fails, the lease is kept (unsure) and the failure counts as
+// transient: the next try acquires again and adopts our claim (claim.go).
 func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	a.e.log.Debug("the claim took until close to the stop deadline: renewing before handing the lease over",
 		"stop_in", time.Until(l.stopAt()).Round(time.Millisecond))
@@ -307,7 +304,7 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 }
 
 // releaseQuietly releases a lease this attempt will not hand over, from a
-// fresh bounded context (ctx may be done). If it fails, cleanup tries again.
+// fresh bounded context; if that fails, cleanup tries again.
 func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

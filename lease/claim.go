@@ -7,6 +7,7 @@ package lease
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -117,7 +118,7 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	}
 	// A blob made again after it was lost continues from the highest term
 	// this contender saw: the term never goes back.
-	stored = max(stored, a.termSeen)
+	term := max(stored, a.termSeen) + 1
 	acquiredAt := l.AcquiredAt
 	if acquiredAt.IsZero() {
 		acquiredAt = p.Date
@@ -125,10 +126,20 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	// The run's start goes in the same write (one request fewer per run):
 	// the command starts right after the claim, and a run skipped by
 	// --once-per returned above, before any write.
-	md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
-		AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
-		Schedule: a.w.Schedule, Occurrence: occ}, now)
-	return termWrite{term: stored + 1, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
+	md := startRun(p.Metadata, Run{Holder: cfg.Identity, Term: term, Start: now})
+	md[mdHolder] = cfg.Identity
+	md[mdTerm] = strconv.FormatInt(term, 10)
+	md[mdLeaseDuration] = strconv.Itoa(int(cfg.Duration / time.Second))
+	md[mdAcquiredAt] = formatTime(acquiredAt)
+	md[mdVersion] = cfg.Version
+	md[mdClaim] = a.nonce
+	if a.w.Schedule != nil && !occ.IsZero() {
+		md[mdSchedule], md[mdOccurrence] = a.w.Schedule.String(), formatTime(occ)
+	}
+	if cfg.Slots > 1 {
+		md[mdSlots] = strconv.Itoa(cfg.Slots)
+	}
+	return termWrite{term: term, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
 }
 
 // ownClaim reports whether p's metadata holds this attempt's claim.

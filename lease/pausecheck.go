@@ -166,11 +166,8 @@ func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 // pauseReason reads the marker m: pauseText if paused at the read's Date.
 func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 	props, err := m.getProperties(ctx)
-	if err != nil {
+	if err != nil || !props.Exists {
 		return "", err
-	}
-	if !props.Exists {
-		return "", nil
 	}
 	if p := pauseOf(props.Metadata); p.Active(props.Date) {
 		return pauseText(p), nil

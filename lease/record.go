@@ -1,6 +1,6 @@
 // record.go: what leaderrun records in a lease blob's metadata: every key,
-// their read, the claim's write, a run's start and end (which keep foreign
-// keys). The history and size limit: record_history.go.
+// their read, a run's start and end (which keep foreign keys). The claim's
+// write: claim.go; the history and size limit: record_history.go.
 
 package lease
 
@@ -41,38 +41,6 @@ const (
 	mdLastSuccessTerm   = "lastsuccessterm"   // decimal
 	mdHistoryPrefix     = "history"           // history0 (newest) … history19
 )
-
-// claimRecord is what a claim writes, besides the run it starts.
-type claimRecord struct {
-	Holder     string
-	Term       int64
-	Duration   time.Duration
-	AcquiredAt time.Time
-	Version    string
-	Nonce      string
-	Slots      int
-	Schedule   Schedule  // nil: not scheduled
-	Occurrence time.Time // the occurrence due; zero: none
-}
-
-// claimMetadata returns md (as read before the claim) with the claim and
-// its run's start recorded (startRun first).
-func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[string]string {
-	out := startRun(md, Run{Holder: c.Holder, Term: c.Term, Start: start})
-	out[mdHolder] = c.Holder
-	out[mdTerm] = strconv.FormatInt(c.Term, 10)
-	out[mdLeaseDuration] = strconv.Itoa(int(c.Duration / time.Second))
-	out[mdAcquiredAt] = formatTime(c.AcquiredAt)
-	out[mdVersion] = c.Version
-	out[mdClaim] = c.Nonce
-	if c.Schedule != nil && !c.Occurrence.IsZero() {
-		out[mdSchedule], out[mdOccurrence] = c.Schedule.String(), formatTime(c.Occurrence)
-	}
-	if c.Slots > 1 {
-		out[mdSlots] = strconv.Itoa(c.Slots)
-	}
-	return out
-}
 
 // newProperties parses a read's metadata. Malformed values read as absent:
 // status must show what it can.

@@ -1,8 +1,7 @@
 // The run history a lease blob keeps in its metadata, and the last success.
-//
 // History costs no request of its own: it is rewritten in the writes a run
-// already makes, the claim's ([startRun]) and the run end's
-// ([recordRunEnd]). Each run is one key, newest first:
+// already makes ([startRun], [recordRunEnd]). Each run is one key, newest
+// first:
 //
 //	history0 = "TERM,START,END,EXIT,HOLDER"   e.g. "43,1795000000,1795000192,1,vm-2"
 //
