@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// DefaultStorageTimeout is how long Acquire retries storage failures in a
-// row when neither WaitOptions.Timeout nor StorageTimeout says otherwise.
+// DefaultStorageTimeout: Acquire's budget for storage failures in a row.
 const DefaultStorageTimeout = time.Minute
 
 // attempt is the state of one Acquire call.
@@ -25,10 +24,8 @@ type attempt struct {
 	// leaseID is proposed at every try: re-acquiring with the same ID is
 	// idempotent, so a lost answer cannot make us wait for our own lease.
 	leaseID string
-	// nonce is written with the claim (mdClaim): a claim whose answer was
-	// lost reads back as ours (claim.go).
-	nonce  string
-	unsure bool // an acquire may have succeeded unseen (or a release failed): cleanup releases it
+	nonce   string // written with the claim (mdClaim): a claim whose answer was lost reads back as ours
+	unsure  bool   // an acquire may have succeeded unseen (or a release failed): cleanup releases it
 	// claimSent: a claim was sent with no answer saying it failed, so the
 	// blob may record our run under our nonce: finding the lease held, do not
 	// give up before a read shows whose claim it records (settle): another
@@ -36,17 +33,16 @@ type attempt struct {
 	claimSent    bool
 	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
-	reqStart  time.Time   // when the latest request was sent
-	failures  failureRun  // the storage failures in a row, since the latest success
-	seen      *Properties // the latest held state read
-	termSeen  int64       // the highest term any read showed: a blob made again continues from it
-	goneAt    time.Time   // when the blob, seen held before, was first found gone (zero: not gone)
-	notified  string      // holder and term last passed to OnWait
-	contended int         // acquires refused although a read said free
-	reason    string      // Hold's latest answer
-	// pauseReason is the latest marker read's pause (pauseText; "" if none)
-	pauseReason  string
-	pauseRefused bool // the marker's read was refused (warned once)
+	reqStart     time.Time   // when the latest request was sent
+	failures     failureRun  // the storage failures in a row, since the latest success
+	seen         *Properties // the latest held state read
+	termSeen     int64       // the highest term any read showed: a blob made again continues from it
+	goneAt       time.Time   // when the blob, seen held before, was first found gone (zero: not gone)
+	notified     string      // holder and term last passed to OnWait
+	contended    int         // acquires refused although a read said free
+	reason       string      // Hold's latest answer
+	pauseReason  string      // the latest marker read's pause (pauseText); "" if none
+	pauseRefused bool        // the marker's read was refused (warned once)
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.

@@ -1,7 +1,6 @@
 // acquire_wait.go: how one Acquire call waits and bounds its requests: each
-// request's deadline, the budget of storage failures in a row (full-jitter
-// backoff), the poll interval, a blob gone under a holder it saw, a holder
-// or Hold that keeps it waiting or makes it give up, and OnWait and OnHold.
+// request's deadline, the failure budget, the poll interval, a blob gone
+// under a holder, a holder or Hold that keeps it waiting, OnWait and OnHold.
 
 package lease
 
@@ -103,9 +102,8 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// giveUpOrWait is what a contender kept from acquiring does: with NoWait or
-// past the timeout give up (a *HeldError naming p's holder, the latest
-// read), else wait one poll interval (nil) or until ctx ends.
+// giveUpOrWait: with NoWait or past the timeout give up (a *HeldError
+// naming p's holder, the latest read), else wait one poll interval (nil).
 func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	if a.w.NoWait || a.expired() {
 		return a.heldError(p)

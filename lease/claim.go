@@ -1,6 +1,5 @@
-// claim.go: what follows a successful acquire: the claim of the new term in
-// the blob's metadata, and the read sent with (or before) the acquire that
-// the claim reuses to save a round trip, and why that is safe.
+// claim.go: the claim of the new term in the blob's metadata after an
+// acquire, and the read sent with (or before) the acquire that it reuses.
 
 package lease
 
@@ -177,9 +176,9 @@ func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Propert
 	return p
 }
 
-// inflight is a request sent alongside an acquire on its own goroutine (the
-// blob's read the claim may reuse, the pause marker's read), its answer
-// waited for later or abandoned; or an answer had before (answered).
+// inflight is a request sent with an acquire on its own goroutine (the
+// blob's read, the marker's), its answer waited for later or abandoned; or
+// an answer had before (answered).
 type inflight[T any] struct {
 	done   chan struct{} // closed once v and err are set
 	v      T

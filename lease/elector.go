@@ -12,12 +12,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Elector acquires the lease for one holder.
-//
-// It does not guarantee that only one holder acts at a time: with the
-// keeper, it guarantees that this holder learns of the loss (Lease.Lost) in
-// time to stop its child before another can acquire. Fencing the child's
-// writes needs the term (LEADERRUN_TERM).
+// Elector acquires the lease for one holder. It does not guarantee that one
+// holder acts at a time: with the keeper, it guarantees that this holder
+// learns of the loss (Lease.Lost) in time to stop its child before another
+// can acquire. Fencing the child's writes needs the term (LEADERRUN_TERM).
 type Elector struct {
 	b   *Blob
 	cfg Config
@@ -83,10 +81,8 @@ type WaitOptions struct {
 	// sent; waiting, polling with reads only until Hold answers "" and the
 	// lease is free (Timeout applies). It is asked at every poll that finds
 	// the lease free, so it must be cheap (no I/O).
-	Hold func() string
-	// OnHold, if set, is told when a waiting Acquire (not NoWait) is first
-	// held off by Hold and whenever the reason changes.
-	OnHold func(reason string)
+	Hold   func() string
+	OnHold func(reason string) // if set: told when Hold first holds off a waiting Acquire, and of new reasons
 }
 
 // Acquire acquires the lease, waiting as w says, and writes the new term to

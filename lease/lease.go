@@ -109,10 +109,9 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 	})
 }
 
-// RecordRunEnd writes lastrunend (serviceNow) and lastexit, moves the run
-// into the history and, on status 0, records it as the last success. It
-// needs the lease: call it before Release. After Lost it usually fails (the
-// lease is gone), which is worth a warning, not more.
+// RecordRunEnd writes lastrunend (serviceNow) and lastexit, moves the run to
+// the history and, on status 0, records the last success. Call it before
+// Release; after Lost it usually fails (lease gone): a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	end := l.serviceNow()
 	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {
@@ -149,9 +148,8 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 }
 
 // ReleaseUnused gives back a lease whose COMMAND never started: it takes
-// back the run start the claim recorded (so that history shows no run that
-// never happened and no once-per window is spent), then releases. The term
-// stays as claimed: it only grows.
+// back the claim's run start (no run in the history that never happened, no
+// once-per window spent), then releases. The term stays: it only grows.
 func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	if l.runStartRecorded && l.preRun != nil {
 		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
@@ -173,11 +171,11 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	return l.Release(ctx)
 }
 
-// Release stops the keeper, then releases the lease with a fresh context of
-// at most 5 s (ctx's values kept, not its cancellation), retrying transient
-// failures. Call it after the child has exited, never before. It is safe
-// after Lost (a lease already gone is no error) and more than once. If it
-// fails, the lease expires by itself within Duration.
+// Release stops the keeper, then releases the lease within 5 s of a fresh
+// context (ctx's values, not its cancellation), retrying transient failures.
+// Call it after the child has exited, never before; it is safe after Lost (a
+// lease gone is no error) and more than once. If it fails, the lease expires
+// by itself within Duration.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {

@@ -21,12 +21,10 @@ const (
 	mdLeaseDuration = "leaseduration"
 	mdAcquiredAt    = "acquiredat"
 	mdVersion       = "leaderrunversion"
-	mdClaim         = "claim" // a nonce per Acquire call: a claim that landed, its answer lost, reads back as ours
-	mdSlots         = "slots" // the slot count, on every slot blob of a lease of several
-	// A scheduled lease's: the schedule as given, and the occurrence last
-	// started (RFC 3339, UTC).
-	mdSchedule   = "schedule"
-	mdOccurrence = "occurrence"
+	mdClaim         = "claim"      // a nonce per Acquire call: a claim that landed, its answer lost, reads back as ours
+	mdSlots         = "slots"      // the slot count, on every slot blob of a lease of several
+	mdSchedule      = "schedule"   // a scheduled lease's schedule, as given
+	mdOccurrence    = "occurrence" // and its occurrence last started (RFC 3339, UTC)
 
 	// The last run: its start is written with the claim, its end after.
 	mdLastRunStart  = "lastrunstart"

@@ -36,13 +36,9 @@ import (
 )
 
 const (
-	// HistoryLen is how many runs a blob's history keeps.
-	HistoryLen = 20
-	// MaxMetadataSize is Azure's limit on a blob's metadata, names and
-	// values together.
-	MaxMetadataSize = 8 << 10
-	// historyHolderMax is the longest holder a history entry keeps.
-	historyHolderMax = 96
+	HistoryLen       = 20      // how many runs a blob's history keeps
+	MaxMetadataSize  = 8 << 10 // Azure's limit on a blob's metadata, names and values together
+	historyHolderMax = 96      // the longest holder a history entry keeps
 	cutMark          = "..."
 )
 
