@@ -54,14 +54,13 @@ func (a *attempt) requestDeadline() time.Time {
 // spread out, rather than give up on the first 503. Retries log at debug
 // only: one that outlasts the budget gets its line from the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	se := asStorageError(err)
-	if se == nil {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case se == nil:
 		return err
-	}
-	if !se.Transient() {
+	case !se.Transient():
 		return se
 	}
 	a.failures.count(a.reqStart)
@@ -93,10 +92,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if !a.deadline.IsZero() {
 		d = min(d, time.Until(a.deadline))
 	}
-	if d <= 0 {
-		return nil
-	}
-	if waitFor(ctx.Done(), d) {
+	if d > 0 && waitFor(ctx.Done(), d) {
 		return ctx.Err()
 	}
 	return nil

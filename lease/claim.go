@@ -16,20 +16,18 @@ import (
 // over with a term that was not written.
 //
 // The metadata comes from reused, if not nil: a read made before or with the
-// acquire whose ETag equals the acquire's answer's. Every metadata write
-// changes the ETag, so equal ETags mean reused saw the metadata as it was
-// when we acquired, whether read before or after the acquire, and whether or
-// not the service changes the ETag on acquire (if it does, only a read after
-// the acquire can match, a poll read never: the claim then reads again,
-// slower but right). The write carries If-Match: that ETag with the lease
-// ID, so it lands only on the version read; a 412 ConditionNotMet (or no
-// reusable read) falls back to a read after the acquire, as the only writer
-// while we hold the lease. Either way the term written is the stored term as
-// of our acquire, plus one.
-//
-// The claim's service time (lastrunstart, the once-per decision) is the
-// later of the read's Date and the acquire's: a reused poll read may be
-// older than the acquire, and must not date the run.
+// acquire, with the ETag of the acquire's answer. Every metadata write
+// changes the ETag, so reused saw the metadata as of our acquire, whether
+// read before or after it, and whether or not the service changes the ETag
+// on acquire (if it does, only a read after the acquire can match, a poll
+// read never: the claim reads again, slower but right). The write carries
+// If-Match: that ETag with the lease ID, so it lands only on the version
+// read; a 412 ConditionNotMet (or no reusable read) falls back to a read
+// after the acquire, as the only writer while we hold the lease. Either way
+// the term written is the stored term as of our acquire, plus one. The
+// claim's service time (lastrunstart, the once-per decision) is the later of
+// the read's Date and the acquire's: a reused poll read may be older than
+// the acquire, and must not date the run.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()

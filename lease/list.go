@@ -167,13 +167,12 @@ func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) (
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	blobs, ans, err := c.api.listBlobs(rctx, prefix, skipHelpers)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, time.Time{}, ctx.Err()
-		}
-		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing {
-			return nil, se.date, nil
-		}
+	switch se := asStorageError(err); {
+	case err != nil && ctx.Err() != nil:
+		return nil, time.Time{}, ctx.Err()
+	case se != nil && se.kind == kindContainerMissing:
+		return nil, se.date, nil
+	case err != nil:
 		return nil, time.Time{}, err
 	}
 	out := make([]Listed, 0, len(blobs))

@@ -70,13 +70,12 @@ func (a *attempt) hostDone(ctx context.Context) error {
 		rctx, cancel := a.requestCtx(ctx)
 		p, err := m.getProperties(rctx)
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
 			return err
-		}
-		if p.Exists {
+		case p.Exists:
 			return a.doneSkip()
 		}
 	}
@@ -115,11 +114,11 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	return err
 }
 
-// MarkDone records that host completed a run with status 0 under the
-// lease: the empty blob ~done/NAME~HOST (names.go), created If-None-Match: *
-// (an existing marker is kept). Call it while the lease is still held,
-// before Release, so the marker exists before anyone else can take the
-// slot. Transient failures are retried for up to requestTimeout.
+// MarkDone records that host completed a run with status 0: the empty blob
+// ~done/NAME~HOST (names.go), created If-None-Match: * (one there is kept).
+// Call it while the lease is held, before Release, so the marker exists
+// before anyone else can take the slot. Transient failures are retried for
+// up to requestTimeout.
 func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
 	if err != nil {

@@ -145,9 +145,8 @@ func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
 	return sendAlong(ctx, a, a.b.marker.pauseReason)
 }
 
-// pauseAnswer waits for the marker's read r: the pause's text ("" if not
-// paused) or a failure. Credentials that may not read the marker (401, 403)
-// read as not paused, with one warning per Acquire.
+// pauseAnswer waits for the marker's read r: pauseText, or a failure; one
+// that may not read it (401, 403) reads as not paused, warned once per Acquire.
 func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 	if r == nil {
 		return "", nil

@@ -14,16 +14,16 @@
 //
 // Azure allows 8192 bytes of metadata per blob, names and values together.
 // leaderrun's own keys, names included, take at most 1130: holders of 256
-// characters (holder 262, lastrunholder 269, lastsuccessholder 273), terms
-// of 19 digits (23, 30, 34), times of 20 (acquiredat 30, lastrunstart 32,
+// characters (holder 262, lastrunholder 269, lastsuccessholder 273), terms of
+// 19 digits (23, 30, 34), times of 20 (acquiredat 30, lastrunstart 32,
 // lastrunend 30, lastsuccessend 34), leaseduration 15, lastexit 11,
-// leaderrunversion 80 (64 characters), slots 7. A history entry takes at
-// most 151 (name 9, term 19, two times of 10, exit 3, holder 96, four
-// commas): HistoryLen = 20 entries 3010, everything 4140, leaving 4052 for
-// others' keys (26 entries would still leave a 3 KB reserve). Holders over
-// 96 characters are cut in history entries (the first 93 and "..."), kept
-// whole in the lastrun and lastsuccess keys. Should foreign keys crowd the
-// metadata anyway, [pushRun] drops the oldest entries until it fits.
+// leaderrunversion 80 (64 characters), slots 7. A history entry takes at most
+// 151 (name 9, term 19, two times of 10, exit 3, holder 96, four commas):
+// HistoryLen = 20 entries 3010, everything 4140, leaving 4052 for others'
+// keys (26 entries would leave a 3 KB reserve). Holders over 96 characters
+// are cut in history entries (the first 93 and "..."), whole in the lastrun
+// and lastsuccess keys. Should foreign keys crowd the metadata anyway,
+// [pushRun] drops the oldest entries until it fits.
 
 package lease
 

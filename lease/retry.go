@@ -56,9 +56,8 @@ func jitter(d time.Duration, frac float64) time.Duration {
 }
 
 // Full-jitter backoff for contenders: the nth retry waits a random time in
-// [0, cap), the cap doubling from fullJitterBase to fullJitterMax. A fleet
-// throttled together spreads out instead of retrying in step, and still
-// finishes well within a minute of budget.
+// [0, cap), cap doubling from fullJitterBase to fullJitterMax: a fleet
+// throttled together spreads out, well within a minute of budget.
 const (
 	fullJitterBase = 500 * time.Millisecond
 	fullJitterMax  = 8 * time.Second

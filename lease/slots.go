@@ -32,11 +32,10 @@ func (v *View) recordedOther(n int) int {
 	return 0
 }
 
-// freeSlots returns the slots of n to try, in random order: neither leased
-// nor breaking, with no run started within oncePer (0: off) but by our own
-// claim (own) whose answer was lost, which is ours to adopt (claim.go). If
-// every slot, held or not, had another's run start within the window, it
-// returns the skip instead.
+// freeSlots returns the slots of n to try, in random order: not held, with
+// no run started within oncePer (0: off) but by our own claim (own), whose
+// answer was lost: ours to adopt. If every slot, held or not, had another's
+// run start within the window, it returns the skip instead.
 func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) bool) (free []int, skip *SkipError) {
 	spent := 0
 	for i := range n {
@@ -125,10 +124,9 @@ func (a *attempt) list(ctx context.Context) (*View, error) {
 	return viewOf(a.b.name, listed, date, nil), nil
 }
 
-// acquireSlot is the acquire step of several slots: an acquire to each free
-// slot of the listing in turn until one is claimed (a slot taken since the
-// listing, 409, sends it to the next); if none is, a poll interval (after a
-// failure, once its backoff is over).
+// acquireSlot is the acquire step of several slots: the free slots in turn
+// until one is claimed (one taken since the listing, 409, sends it to the
+// next); if none is, a poll interval (after a failure, after its backoff).
 func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
 	for _, i := range last.slots {
 		b := a.b
@@ -163,12 +161,10 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 				return nil, stepRead, err
 			}
 			continue // this slot ran within the once-per window
-		}
-		se := asStorageError(err)
-		if se == nil {
+		case asStorageError(err) == nil:
 			return nil, stepRead, err // another slot count recorded
 		}
-		if err := a.failed(ctx, se); err != nil {
+		if err := a.failed(ctx, err); err != nil {
 			return nil, stepRead, err
 		}
 		break
