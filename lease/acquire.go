@@ -52,8 +52,7 @@ var (
 	errPausedNow = errors.New("lease: paused") // the acquire was undone
 )
 
-// step is the state an attempt is in.
-type step int
+type step int // the state an attempt is in
 
 const (
 	stepAcquire step = iota // acquire unread: the optimistic first one, or a retry after a failure (one slot)

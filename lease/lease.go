@@ -129,11 +129,10 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	defer cancel()
 	err := retryTransient(rctx, func() error {
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
-		if err == nil {
+		switch {
+		case err == nil:
 			l.sawDate(ans.Date)
-			return nil
-		}
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		return renamed(err, op)

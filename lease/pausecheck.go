@@ -61,10 +61,9 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
 			// Create the container only: an empty marker blob would be an
 			// open-ended pause if the write then failed.
-			if _, err := m.api.createContainer(rctx); err != nil {
-				if se := asStorageError(err); se == nil || se.kind != kindExists {
-					return err
-				}
+			_, cerr := m.api.createContainer(rctx)
+			if se := asStorageError(cerr); cerr != nil && (se == nil || se.kind != kindExists) {
+				return cerr
 			}
 			ans, err = m.api.putBlob(rctx, md)
 		} else if err != nil && ctx.Err() != nil {
@@ -93,15 +92,13 @@ func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
 	unanswered := false
 	err = retryTransient(rctx, func() error {
 		_, err := m.api.deleteBlob(rctx)
-		if err == nil {
-			existed = true
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {
+		case err == nil:
+			existed = true
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case se == nil:
 			return err
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:

@@ -93,7 +93,7 @@ func skipError(p *Properties, window time.Duration) *SkipError {
 	return &SkipError{Holder: p.LastRun.Holder, Start: p.LastRun.Start, Window: window}
 }
 
-// lowered returns a copy of md with its keys lowercased.
+// lowered is a copy of md, keys lowercased.
 func lowered(md map[string]string) map[string]string {
 	out := make(map[string]string, len(md))
 	for k, v := range md {
@@ -206,7 +206,6 @@ func setLastRun(md map[string]string, r Run) {
 	}
 }
 
-// setTime sets key to t, or removes it if t is zero.
 func setTime(md map[string]string, key string, t time.Time) {
 	if t.IsZero() {
 		delete(md, key)

@@ -50,7 +50,6 @@ func doubled(base, limit time.Duration, n int) time.Duration {
 	return min(base, limit)
 }
 
-// jitter spreads d by ±frac.
 func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
@@ -80,7 +79,6 @@ func (f *failureRun) add(sent time.Time) time.Duration {
 	return backoff(f.n)
 }
 
-// count counts a failed try sent at sent.
 func (f *failureRun) count(sent time.Time) {
 	if f.n == 0 {
 		f.since = sent

@@ -113,7 +113,6 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	return poll{}, stepRead, a.heldWait(ctx, v.holder())
 }
 
-// list is one listing of the lease's blobs, as a View.
 func (a *attempt) list(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	listed, date, err := a.b.c.List(rctx, a.b.name)
