@@ -1,7 +1,6 @@
-// acquire.go: one Acquire call as a state machine (attempt): its poll loop
-// for one slot and several (slots.go), the optimistic acquire, creating a
-// missing blob, holding off (Hold, pausecheck.go), giving up on storage
-// failures, and the cleanup of a lease acquired but not handed over.
+// acquire.go: one Acquire call as a state machine (attempt): its poll loop,
+// the optimistic acquire, creating a missing blob, holding off, giving up on
+// storage failures, and the cleanup of a lease acquired but not handed over.
 
 package lease
 
@@ -130,8 +129,7 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 }
 
 // settle decides what follows an acquire that did not claim the lease: poll
-// again (stepRead, nil), retry after a failure's backoff (stepAcquire), or
-// give up (an error).
+// (stepRead, nil), retry after a failure's backoff (stepAcquire), give up.
 func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	switch {
 	case ctx.Err() != nil:
@@ -205,12 +203,11 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 // lease is given back unclaimed (errPausedNow) if paused or if the marker's
 // read failed.
 //
-// A claim that failed for a maybe transient reason keeps the lease
-// (unsure), even past its stop deadline (no COMMAND runs yet, and an
-// unrenewed lease lapses by itself): the write may have landed unanswered,
-// and the next try re-acquires with the same lease ID and finds its own
-// nonce (claim.go). Given back, the lease would let another contender in to
-// find our claim and skip, while we find it held.
+// A claim that failed for a maybe transient reason keeps the lease (unsure),
+// even past its stop deadline (no COMMAND runs yet; unrenewed, it lapses):
+// the write may have landed unanswered, and the next try re-acquires with
+// our lease ID and finds our nonce (claim.go). Given back, it would let
+// another in to find our claim and skip, while we find it held.
 func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)

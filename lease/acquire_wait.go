@@ -11,11 +11,10 @@ import (
 	"time"
 )
 
-// holderMayRun is asked when the blob (or its container) is found gone. A
-// follower that saw the lease held does not create it again until the lease
-// duration it last saw has passed since it first found it gone: that holder
-// learns of the loss at its next renewal and stops its child within its own
-// lease, which cannot reach beyond that (the safety rule).
+// holderMayRun: the blob (or container) is gone. A follower that saw it held
+// does not create it again until the lease duration it last saw has passed
+// since it first found it gone: that holder learns of the loss at its next
+// renewal and stops its child within its lease (the safety rule).
 func (a *attempt) holderMayRun() bool {
 	if a.seen == nil {
 		return false
@@ -50,9 +49,8 @@ func (a *attempt) requestDeadline() time.Time {
 
 // failed records a storage failure: the error to give up with, or nil after
 // a full-jitter backoff. The budget for failures in a row is Timeout's
-// deadline if any, else StorageTimeout: a throttled fleet keeps trying,
-// spread out, rather than give up on the first 503. Retries log at debug
-// only: one that outlasts the budget gets its line from the caller.
+// deadline, else StorageTimeout: a throttled fleet keeps trying, spread out.
+// Retries log at debug only; one that outlasts the budget, by the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
 	se := asStorageError(err)
 	switch {

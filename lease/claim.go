@@ -159,10 +159,9 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 // minReadGrace: the least wait for the read sent right after the acquire.
 const minReadGrace = 100 * time.Millisecond
 
-// reusable returns pr's read if it shows the blob as the acquire answered
-// (ans): same ETag; else nil. A read in flight is waited for twice as long
-// as the acquire took (rtt), at least minReadGrace, from when it was sent;
-// then the claim reads on its own.
+// reusable returns pr's read if it has the ETag of the acquire's answer. One
+// in flight is waited for 2×rtt (the acquire's), at least minReadGrace, from
+// when it was sent; then the claim reads on its own.
 func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() || !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
 		return nil

@@ -1,6 +1,5 @@
-// elector.go: the public face of acquiring: Elector, NewElector,
-// WaitOptions and Acquire (the attempt behind it: acquire.go; the claim:
-// claim.go).
+// elector.go: the public face of acquiring: Elector, WaitOptions, Acquire
+// (the attempt behind it: acquire.go; the claim: claim.go).
 
 package lease
 

@@ -149,10 +149,9 @@ type Listed struct {
 }
 
 // List lists the container's blobs under prefix ("" for all) with their
-// lease state and metadata, one request per 5,000 blobs, in name order, with
-// the answer's service Date. A hierarchical namespace's directories are left
-// out; a missing container lists empty. Failures are *StorageError; a done
-// ctx returns ctx.Err().
+// lease state and metadata, one request per 5,000, in name order, and the
+// service Date; not a hierarchical namespace's directories; a missing
+// container lists empty. Failures are *StorageError, or a done ctx's error.
 func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
 }

@@ -86,13 +86,12 @@ func (a *attempt) doneSkip() *SkipError {
 	return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 }
 
-// doneAfter checks hostDone again once l is held, so that a contender that
-// waited while this host's run succeeded does not run again (the marker is
-// written before the release). With several slots a listing follows:
-// another slot held by this host (a second leaderrun there) sends this one
-// back to waiting (errHeldNow); two that acquire at once each list after
-// their own claim, so one at least sees the other. Any outcome but going on
-// releases l.
+// doneAfter checks hostDone again once l is held: a contender that waited
+// while this host's run succeeded does not run again (the marker is written
+// before the release). With several slots a listing follows: another slot
+// held by this host (a second leaderrun there) sends it back to waiting
+// (errHeldNow); two that acquire at once each list after their own claim,
+// so one sees the other. Any outcome but going on releases l.
 func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if a.w.OncePerHost == "" {
 		return nil
@@ -115,10 +114,9 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 }
 
 // MarkDone records that host completed a run with status 0: the empty blob
-// ~done/NAME~HOST (names.go), created If-None-Match: * (one there is kept).
-// Call it while the lease is held, before Release, so the marker exists
-// before anyone else can take the slot. Transient failures are retried for
-// up to requestTimeout.
+// ~done/NAME~HOST, created If-None-Match: * (one there is kept). Call it
+// while the lease is held, before Release, so the marker exists before
+// anyone else can take the slot. Retries transient failures, requestTimeout.
 func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
 	if err != nil {

@@ -38,12 +38,11 @@ func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 	return pauseOf(props.Metadata), props.Date, nil
 }
 
-// WritePause writes p as the lease's pause marker, replacing any there, and
-// returns the answer's service Date. p's times must come from the service's
-// clock, never the local one. A reason metadata cannot carry is a
-// *ConfigError, sent nowhere. Transient failures are retried within
-// requestTimeout: the write replaces the whole marker, so sending it again
-// after a lost answer writes the same pause.
+// WritePause writes p as the pause marker, replacing any, and returns the
+// answer's service Date. p's times must be the service's, never local. A
+// reason metadata cannot carry is a *ConfigError, sent nowhere. Transient
+// failures are retried within requestTimeout: the write replaces the whole
+// marker, so sending it again after a lost answer writes the same pause.
 func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	m, err := b.pauseMarker()
 	if err != nil {
@@ -172,9 +171,8 @@ func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 }
 
 // checkPause is a follower's read of the marker right before its acquire
-// (free: the read that found the lease free). Not ok: hold off, with an
-// error to give up with, or nil to poll again (after a failure's backoff,
-// or a poll interval while paused).
+// (free: the poll's read). Not ok: hold off, with an error to give up with,
+// or nil to poll again (after a failure's backoff, or a poll interval).
 func (a *attempt) checkPause(ctx context.Context, free *Properties) (ok bool, err error) {
 	r := a.startPauseRead(ctx)
 	a.reqStart = time.Now()

@@ -133,11 +133,10 @@ func metadataSize(md map[string]string) int {
 	return n
 }
 
-// pushRun returns a copy of md (keys lowercased) with r as the newest
-// history entry. A run the history already has (same term, start and holder)
-// is replaced only if r knows more (an end or exit status). The oldest
-// entries are dropped beyond HistoryLen, and while the metadata would exceed
-// MaxMetadataSize. A run without a start is not recorded.
+// pushRun returns a copy of md (keys lowercased) with r, if it has a start,
+// as the newest history entry; one there already (same term, start, holder)
+// is replaced only if r knows more (an end or exit). The oldest entries are
+// dropped beyond HistoryLen and while over MaxMetadataSize.
 func pushRun(md map[string]string, r Run) map[string]string {
 	out := lowered(md)
 	if r.Start.IsZero() {
