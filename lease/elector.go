@@ -75,11 +75,11 @@ type WaitOptions struct {
 	// guard). It promises nothing: the acquire may be refused.
 	OnTry func()
 	// Hold, if set, is asked before each acquire that would be sent (not the
-	// second after creating a missing blob); a non-empty answer is the reason
-	// not to acquire: with NoWait a *HeldError with that Reason, nothing
-	// sent; waiting, polling with reads only until Hold answers "" and the
-	// lease is free (Timeout applies). It is asked at every poll that finds
-	// the lease free, so it must be cheap (no I/O).
+	// second after creating a missing blob), at every poll that finds the
+	// lease free, so it must be cheap (no I/O). A non-empty answer is the
+	// reason not to acquire: with NoWait a *HeldError with that Reason,
+	// nothing sent; waiting, reads only until Hold answers "" and the lease
+	// is free (Timeout applies).
 	Hold   func() string
 	OnHold func(reason string) // if set: told when Hold first holds off a waiting Acquire, and of new reasons
 }
@@ -95,23 +95,21 @@ type WaitOptions struct {
 // capped exponential backoff and full jitter, for StorageTimeout or until
 // Timeout); ctx.Err() when ctx ends (promptly).
 //
-// The optimistic acquire goes out alone, so a losing contender costs the
-// blob two requests (the refused acquire, a read naming the holder) and a
-// fleet starting in the same second does not triple its load. A waiting
-// follower then reads every PollInterval (±20 %), acquiring only a lease
-// neither leased nor breaking. A free lease costs three round trips
-// (acquire; the blob's and the marker's reads together; the term's write);
-// a handover reuses the poll read that found it free (claim says why that
-// is safe).
+// The optimistic acquire goes alone: a losing contender costs the blob two
+// requests (the refused acquire, a read naming the holder), and a fleet
+// starting in the same second does not triple its load. A waiting follower
+// then reads every PollInterval (±20 %) and acquires only a lease neither
+// leased nor breaking. A free lease costs three round trips (acquire; the
+// blob's and the marker's reads; the term's write); a handover reuses the
+// poll read that found it free (claim says why that is safe).
 func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
-	if w.Timeout < 0 {
-		return nil, configErr("timeout", "%s: must not be negative", w.Timeout)
-	}
-	if w.OncePer < 0 {
-		return nil, configErr("once-per window", "%s: must not be negative", w.OncePer)
-	}
-	if w.StorageTimeout < 0 {
-		return nil, configErr("storage timeout", "%s: must not be negative", w.StorageTimeout)
+	for _, c := range []struct {
+		field string
+		d     time.Duration
+	}{{"timeout", w.Timeout}, {"once-per window", w.OncePer}, {"storage timeout", w.StorageTimeout}} {
+		if c.d < 0 {
+			return nil, configErr(c.field, "%s: must not be negative", c.d)
+		}
 	}
 	if w.StorageTimeout == 0 {
 		w.StorageTimeout = DefaultStorageTimeout

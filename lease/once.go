@@ -1,10 +1,9 @@
-// once.go: a contender's checks of what it reads besides the once-per
-// window: --once (someone already succeeded), --once-per-host (the done
-// marker NAME~done/HOST, names.go), the slot count recorded; and MarkDone.
-//
-// --once with more than one slot is refused: --once promises one successful
-// run for the fleet, and with N slots up to N contenders would start at
-// once, none seeing the others' success until it has ended.
+// once.go: a contender's checks besides the once-per window: --once
+// (someone succeeded), --once-per-host (the done marker NAME~done/HOST,
+// names.go), the slot count recorded; and MarkDone. --once with several
+// slots is refused: it promises one successful run for the fleet, and with
+// N slots up to N contenders would start at once, none seeing the others'
+// success until it has ended.
 
 package lease
 

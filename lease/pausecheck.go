@@ -1,16 +1,14 @@
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause: names.go, pause.go), and a contender's check before
-// each acquire. Cost: one marker read per acquire, never per poll of a held
-// lease; the optimistic acquire sends it with the acquire (no extra round
-// trip) and, if paused, releases the lease it just got without claiming a
-// term; a follower whose poll found the lease free reads it before its
-// acquire (one round trip more per handover).
+// each acquire: one read per acquire, never per poll of a held lease. The
+// optimistic acquire sends it along (no extra round trip) and, if paused,
+// releases the lease it got without claiming a term; a follower whose poll
+// found the lease free reads it first (a round trip more per handover).
 //
 // Limits: a contender that read "not paused" may still acquire and start
-// COMMAND up to one round trip after a pause was written. One whose
-// credentials may not read the marker (a SAS scoped to the lease blob: 403)
-// warns once and does not honour pauses; unreachable storage is a failure
-// like any other (retried, then given up).
+// COMMAND up to one round trip after a pause was written. One that may not
+// read the marker (a SAS scoped to the lease blob: 403) warns once and does
+// not honour pauses; unreachable storage is retried, then given up.
 
 package lease
 

@@ -156,11 +156,9 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 
 // startRun returns md (keys lowercased) with r as the run starting now: the
 // lastrun* keys' run goes to the history first (end and exit unknown if not
-// recorded; not twice), then lastrunstart, lastrunholder and lastrunterm are
-// set from r, lastrunend and lastexit cleared. A zero r.Start removes
-// lastrunstart: the previous run's must not be taken for this one's. Call it
-// on the metadata as read, before the claim writes its term over the
-// previous run's.
+// recorded; not twice), then the lastrun* keys describe r, with no end or
+// exit (a zero r.Start removes lastrunstart: the previous run's is not
+// this one's). Call it on the metadata as read, before the claim's term.
 func startRun(md map[string]string, r Run) map[string]string {
 	out := lowered(md)
 	if prev, ok := lastRun(out); ok {
@@ -171,11 +169,10 @@ func startRun(md map[string]string, r Run) map[string]string {
 	return out
 }
 
-// recordRunEnd returns md (keys lowercased) with the end of run r recorded:
-// the lastrun* keys and lastexit describe r, r is pushed to the history,
-// and, if r ended with status 0 at a known time, the lastsuccess* keys name
-// it: they outlive the history, for `leaderrun check` once the last success
-// has rolled out of it. An exit code outside 0–255 is recorded as unknown.
+// recordRunEnd returns md (keys lowercased) with run r's end: the lastrun*
+// keys describe r, r goes to the history and, if it ended with status 0 at a
+// known time, the lastsuccess* keys name it (they outlive the history, for
+// `leaderrun check`). An exit code outside 0–255 is recorded as unknown.
 func recordRunEnd(md map[string]string, r Run) map[string]string {
 	out := lowered(md)
 	if !r.Start.IsZero() {
