@@ -25,10 +25,9 @@ type attempt struct {
 	leaseID string
 	nonce   string // written with the claim (mdClaim): a claim whose answer was lost reads back as ours
 	unsure  bool   // an acquire may have succeeded unseen (or a release failed): cleanup releases it
-	// claimSent: a claim was sent with no answer saying it failed, so the
-	// blob may record our run under our nonce: finding the lease held, do not
-	// give up before a read shows whose claim it records (settle): another
-	// that finds our claim skips it and lets go, and only we can run it.
+	// claimSent: a claim went out with no answer saying it failed, so the
+	// blob may record our run: finding the lease held, read whose claim it is
+	// before giving up (settle): another that finds ours skips; only we run it.
 	claimSent    bool
 	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
@@ -93,10 +92,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return l, err
 }
 
-// acquireOne is the acquire step of one slot: unread (the optimistic one,
-// or a retry; free: the latest read if any), or after a read that found the
-// lease free (free) and a read of the marker. A blob gone under a holder,
-// Hold or a pause keep it off.
+// acquireOne is the acquire step of one slot: unread (the optimistic one, or
+// a retry), or after a read that found the lease free (free) and the marker's
+// read. A blob gone under a holder, Hold or a pause keep it off.
 func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool) (*Lease, step, error) {
 	again := stepRead // a blob gone under a holder is waited out in the step it was found in
 	if unread {
@@ -295,8 +293,7 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	return nil
 }
 
-// releaseQuietly releases a lease this attempt will not hand over, from a
-// fresh bounded context; if that fails, cleanup tries again.
+// releaseQuietly releases a lease not to hand over (fresh context); cleanup retries.
 func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

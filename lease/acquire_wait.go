@@ -139,8 +139,8 @@ func (a *attempt) holding() bool {
 	return a.heldBack(&a.reason, a.w.Hold())
 }
 
-// heldBack records reason (a hold's or a pause's; "" for none) in *last
-// and, waiting, tells OnHold when it appears or changes: held back?
+// heldBack notes reason (Hold's, a pause's; "" none) in *last, telling OnHold
+// of a new one; it reports whether the acquire is held back.
 func (a *attempt) heldBack(last *string, reason string) bool {
 	changed := reason != *last
 	*last = reason

@@ -202,8 +202,7 @@ func answered[T any](v T) *inflight[T] {
 	return r
 }
 
-// abandon cancels the request if still in flight and waits for its
-// goroutine. Safe on nil and more than once.
+// abandon cancels the request and waits for its goroutine; nil-safe, repeatable.
 func (r *inflight[T]) abandon() {
 	if r == nil {
 		return

@@ -21,8 +21,8 @@ type Elector struct {
 	log hclog.Logger
 }
 
-// NewElector checks cfg (a *ConfigError if it cannot be safe) and returns an
-// Elector for the lease blob b (NewLeaseBlob).
+// NewElector checks cfg (a *ConfigError if unsafe) and returns an Elector for
+// the lease blob b (NewLeaseBlob).
 func NewElector(b *Blob, cfg Config) (*Elector, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -88,12 +88,11 @@ func (l *Lease) serviceNow() time.Time {
 	return l.date.Add(time.Since(l.dateAt)).UTC().Truncate(time.Second)
 }
 
-// RecordRunStart writes lastrunstart (serviceNow) and lastrunholder and
-// clears lastrunend and lastexit; call it right before the child starts.
-// Right after Acquire it writes nothing: the claim recorded the start (at
-// the later of the acquire's Date and its read's). Transient failures are
-// retried for up to 5 s. Under --once-per the record makes later
-// contenders skip, so a failure should stop the run.
+// RecordRunStart records the run's start (serviceNow) right before the
+// child starts; right after Acquire, the claim did (at the later of the
+// acquire's Date and its read's). Transient failures are retried for up to
+// 5 s. Under --once-per it makes later contenders skip: a failure should
+// stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
 	if l.runStartRecorded {
 		l.runStartRecorded = false

@@ -1,5 +1,4 @@
-// Listing: one listing of a container's blobs under a prefix, with their
-// lease state and metadata.
+// Listing: a container's blobs under a prefix, with lease state and metadata.
 
 package lease
 
@@ -21,10 +20,8 @@ type containerAPI interface {
 	// (and prefix "") it does not page through the helper blobs (names.go):
 	// it stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
-	// accountInfo is Get Account Information (account.go).
-	accountInfo(ctx context.Context) (accountInfo, error)
-	// containerInfo is Get Container Properties (account.go).
-	containerInfo(ctx context.Context) (containerInfo, error)
+	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (account.go)
+	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (account.go)
 }
 
 // listedBlob is one blob of a listing.
@@ -45,8 +42,7 @@ func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers 
 	return blobs, last, a.c.fail("list blobs", err)
 }
 
-// pagerLister is the part of the SDK's container client that lists (a
-// test serves it pages of its own).
+// pagerLister is the SDK container client's lister (a test serves pages).
 type pagerLister interface {
 	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
 }

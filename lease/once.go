@@ -34,9 +34,8 @@ func slotsErr(lease string, want, recorded int) *ConfigError {
 // leaseName is the name of the lease a blob belongs to.
 func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 
-// pollCheck applies to every read of a contender, held or free: another
-// slot count recorded, --once with a success recorded, or a lease blob that
-// is a directory (account.go) ends the wait, before anything is written.
+// pollCheck ends the wait, on any read, before any write: another slot count
+// recorded, --once with a success recorded, a directory (account.go).
 func (a *attempt) pollCheck(p *Properties) error {
 	if p.Directory {
 		return directoryError(a.b.name)

@@ -186,8 +186,7 @@ func (a *attempt) checkPause(ctx context.Context, free *Properties) (ok bool, er
 	return true, nil
 }
 
-// paused records the marker read's answer and, waiting, tells OnHold when a
-// pause is first seen or its text changes. It reports whether paused.
+// paused records the marker read's answer (heldBack): paused?
 func (a *attempt) paused(reason string) bool {
 	if reason == "" && a.pauseReason != "" {
 		a.e.log.Debug("the pause is over")

@@ -42,8 +42,7 @@ const (
 	cutMark          = "..."
 )
 
-// same reports whether r and o are the same run, as far as a history entry
-// can tell (its holder may be cut).
+// same: r and o are the same run, as far as a history entry tells (holder cut).
 func (r Run) same(o Run) bool {
 	return r.Term == o.Term && r.Start.Equal(o.Start) && historyHolder(r.Holder) == historyHolder(o.Holder)
 }
@@ -113,8 +112,7 @@ func ring(md map[string]string) []Run {
 	return runs
 }
 
-// writeRing replaces md's history entries with runs (newest first), at most
-// HistoryLen.
+// writeRing replaces md's history with runs (newest first), HistoryLen at most.
 func writeRing(md map[string]string, runs []Run) {
 	for i := range HistoryLen {
 		delete(md, historyKey(i))

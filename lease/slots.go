@@ -1,16 +1,16 @@
-// slots.go: a lease of N > 1 slots (Config.Slots). Each slot is its own
-// lease blob (NAME, NAME~slot-1, …: names.go) with the whole safety rule,
-// its own term and run record. A contender polls with one listing of the
-// prefix NAME (every slot's state and metadata, the pause marker), tries the
-// free slots in random order, and writes nothing while all are held. The
-// first step is a listing, not an optimistic acquire: it carries what must
-// be checked before any write (another slot count, each slot's once-per
-// window), and its ETag lets the claim skip its read: a free slot costs
-// three round trips (list, acquire, claim), a held one the listing. This
-// host's done marker lives apart (names.go), read before the first listing
-// and once a slot is held. --once-per applies per slot, and a contender
-// skips when every slot had a run start within the window: `--slots 2
-// --once-per 4m` lets up to two runs start per window.
+// slots.go: a lease of N > 1 slots (Config.Slots), each its own lease blob
+// (NAME, NAME~slot-1, …: names.go) with the whole safety rule, its own term
+// and run record. A contender polls with one listing of the prefix NAME
+// (every slot's state and metadata, the pause marker), tries the free slots
+// in random order, and writes nothing while all are held. The first step is
+// a listing, not an optimistic acquire: it carries what must be checked
+// before any write (another slot count, each slot's once-per window), and
+// its ETag lets the claim skip its read: a free slot costs three round trips
+// (list, acquire, claim), a held one the listing. This host's done marker
+// lives apart (names.go), read before the first listing and once a slot is
+// held. --once-per applies per slot; a contender skips when every slot had a
+// run start within it: `--slots 2 --once-per 4m` lets up to two start per
+// window.
 
 package lease
 

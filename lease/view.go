@@ -14,12 +14,10 @@ import (
 
 // View is one lease as a listing (or, failing that, one read) shows it.
 type View struct {
-	Name  string
-	URL   string // the blob NAME's URL (slot 0), without any secret
-	Slots []Slot // the slot blobs that exist, by slot; slot 0 may be missing
-	// SlotCount is N: slot 0's recorded slot count, or one more than the
-	// highest slot seen (1 for a lease of one slot, or of none).
-	SlotCount int
+	Name      string
+	URL       string    // the blob NAME's URL (slot 0), without any secret
+	Slots     []Slot    // the slot blobs that exist, by slot; slot 0 may be missing
+	SlotCount int       // N: slot 0's recorded count, or one more than the highest slot seen (1 if none)
 	Pause     *Pause    // the pause marker; nil if none (it may have run out: see Paused)
 	DoneHosts []string  // hosts with a done marker, sorted
 	Date      time.Time // the service's Date of the listing or read
@@ -138,8 +136,7 @@ func emptyView(name string, date time.Time, url func(string) string) *View {
 	return v
 }
 
-// viewOf is lease name's view in a listing of its prefix (which may hold
-// other leases: names that begin with name).
+// viewOf is lease name's view in a listing of its prefix (other leases too).
 func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
 	for _, v := range Group(listed, date, url) {
 		if v.Name == name {
