@@ -65,8 +65,7 @@ type poll struct {
 	slots []int       // and its free slots, in the order to try
 }
 
-// run is the attempt's poll loop, until the lease is claimed or the attempt
-// gives up; only the reads and what follows a free lease differ by slots.
+// run is the poll loop, until the lease is claimed or the attempt gives up.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	next := stepAcquire
 	if a.w.ReadFirst || a.e.cfg.Slots > 1 {
@@ -158,9 +157,9 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	return stepAcquire, a.failed(ctx, err)
 }
 
-// read is the read step of one slot (a poll, or the read after a refused
-// optimistic acquire): stepFree with the read if the lease is free; else
-// read again after a failure's backoff, or a poll interval while held.
+// read is one slot's read step (a poll, or after a refused optimistic
+// acquire): stepFree if the lease is free, else read again after a
+// failure's backoff or a poll interval.
 func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	p, err := a.b.getProperties(rctx)
@@ -194,12 +193,11 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	return poll{}, stepRead, a.heldWait(ctx, p)
 }
 
-// try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, claims the term. pr, if not nil, is the poll read that
-// found the lease free, for the claim to reuse. If nil (the optimistic
-// acquire), the blob and its marker are read together once acquired: the
-// lease is given back unclaimed (errPausedNow) if paused or if the marker's
-// read failed.
+// try sends one acquire (creating a missing container and blob) and claims
+// the term. pr, if not nil, is the poll read that found the lease free, for
+// the claim to reuse; if nil (the optimistic acquire), the blob and marker
+// are read together once acquired, and the lease is given back unclaimed
+// (errPausedNow) if paused or if the marker's read failed.
 //
 // A claim that failed for a maybe transient reason keeps the lease (unsure),
 // even past its stop deadline (no COMMAND runs yet; unrenewed, it lapses):

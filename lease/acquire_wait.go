@@ -133,10 +133,7 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 }
 
 func (a *attempt) holding() bool {
-	if a.w.Hold == nil {
-		return false
-	}
-	return a.heldBack(&a.reason, a.w.Hold())
+	return a.w.Hold != nil && a.heldBack(&a.reason, a.w.Hold())
 }
 
 // heldBack notes reason (Hold's, a pause's; "" none) in *last, telling OnHold
@@ -144,16 +141,13 @@ func (a *attempt) holding() bool {
 func (a *attempt) heldBack(last *string, reason string) bool {
 	changed := reason != *last
 	*last = reason
-	if reason == "" {
-		return false
-	}
-	if changed {
+	if reason != "" && changed {
 		a.e.log.Debug("holding off the acquire", "reason", reason)
 		if a.w.OnHold != nil && !a.w.NoWait {
 			a.w.OnHold(reason)
 		}
 	}
-	return true
+	return reason != ""
 }
 
 // heldError names p's holder (nil: none) and Hold's or the pause's reason.

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// claim checks the metadata of a just-acquired lease (once-per, …) and
-// writes holder and the new term, stored term + 1, keeping every other key.
-// Its requests end before the lease's stop deadline: a lease is never handed
-// over with a term that was not written.
+// claim checks a just-acquired lease's metadata (once-per, …) and writes
+// holder and the new term, stored term + 1, keeping every other key, with
+// requests that end before the stop deadline: a lease is never handed over
+// with a term that was not written.
 //
 // The metadata comes from reused, if not nil: a read made before or with the
 // acquire, with the ETag of the acquire's answer. Every metadata write
@@ -91,8 +91,7 @@ type termWrite struct {
 	md         map[string]string
 }
 
-// newTerm checks p, the metadata as of l's acquire (once-per, the schedule,
-// every read's checks), and makes the next term's write on it.
+// newTerm checks p, the metadata as of l's acquire, and makes the new term's write.
 func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	cfg := a.e.cfg
 	now := maxTime(p.Date, l.AcquiredAt)
@@ -156,8 +155,7 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 	l.sawDate(p.Date)
 }
 
-// minReadGrace: the least wait for the read sent right after the acquire.
-const minReadGrace = 100 * time.Millisecond
+const minReadGrace = 100 * time.Millisecond // the least wait for the read sent with the acquire
 
 // reusable returns pr's read if it has the ETag of the acquire's answer. One
 // in flight is waited for 2×rtt (the acquire's), at least minReadGrace, from

@@ -47,9 +47,8 @@ type WaitOptions struct {
 	// contender that expects to come late (--splay): a run already started,
 	// or a holder, is then one request; a free lease one round trip more.
 	ReadFirst bool
-	// StorageTimeout is how long storage failures in a row (throttling, 5xx,
-	// timeouts, network) are retried when Timeout is 0 (else its deadline is
-	// the budget). 0 means DefaultStorageTimeout.
+	// StorageTimeout: how long storage failures in a row (throttling, 5xx,
+	// timeouts, network) are retried without a Timeout; 0: DefaultStorageTimeout.
 	StorageTimeout time.Duration
 	// OncePer skips (a *SkipError) when a run started less than OncePer ago
 	// by the service's clock: found after acquiring (the lease is released
@@ -63,16 +62,14 @@ type WaitOptions struct {
 	// its done marker NAME~done/HOST exists (Lease.MarkDone), checked before
 	// the first acquire and again once acquired (released first).
 	OncePerHost string
-	// Schedule, if set, runs only the occurrence due (schedule.go), asked on
-	// every poll read and in the claim (which records it; the Lease carries
-	// it), by the service's clock; none due: a *SkipError (SkipNotDue,
-	// SkipStarted, SkipMissed).
+	// Schedule, if set, runs only the occurrence due (schedule.go), by the
+	// service's clock, asked on every poll read and in the claim (which records
+	// it; the Lease carries it); none due: SkipNotDue, SkipStarted, SkipMissed.
 	Schedule Schedule
 	OnWait   func(p *Properties) // if set: told when the wait starts and when the holder changes
 	// OnTry, if set, is called right before each Acquire Lease request (also
-	// the second after creating a missing blob), so that the caller prepares
-	// in parallel what must be ready once the lease is held (the child's
-	// guard). It promises nothing: the acquire may be refused.
+	// the second after creating a missing blob), to prepare in parallel what
+	// must be ready once held (the child's guard); the acquire may be refused.
 	OnTry func()
 	// Hold, if set, is asked before each acquire that would be sent (not the
 	// second after creating a missing blob), at every poll that finds the

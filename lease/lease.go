@@ -13,8 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// releaseTimeout bounds a release, from a fresh context.
-const releaseTimeout = 5 * time.Second
+const releaseTimeout = 5 * time.Second // bounds a release, from a fresh context
 
 // Lease is a held lease: the term it began, and the keeper that renews it.
 //
@@ -108,9 +107,8 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 	})
 }
 
-// RecordRunEnd writes lastrunend (serviceNow) and lastexit, moves the run to
-// the history and, on status 0, records the last success. Call it before
-// Release; after Lost it usually fails (lease gone): a warning, not more.
+// RecordRunEnd records the run's end (serviceNow) and exit (recordRunEnd).
+// Call it before Release; after Lost it usually fails: a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	end := l.serviceNow()
 	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {

@@ -32,9 +32,8 @@ type listedBlob struct {
 	Metadata   map[string]string // names lowercased; never nil
 }
 
-// maxListPages bounds one listing: at 5,000 blobs a page, half a million
-// blobs under one prefix, far beyond a container of leases. A listing that
-// would go on is an error, not a partial answer.
+// maxListPages bounds a listing: at 5,000 blobs a page, half a million, far
+// beyond a container of leases; one that would go on is an error.
 const maxListPages = 100
 
 func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
@@ -152,8 +151,8 @@ func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Tim
 	return c.list(ctx, prefix, false)
 }
 
-// ListLeases is List of the whole container without paging through the
-// helper blobs (names.go: done markers), however many accumulate.
+// ListLeases lists the whole container without paging through the helper
+// blobs (names.go: done markers), however many accumulate.
 func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
 	return c.list(ctx, "", true)
 }

@@ -51,10 +51,9 @@ func (a *attempt) pollCheck(p *Properties) error {
 	return nil
 }
 
-// hostDone is --once-per-host's check (none without it), before the first
-// acquire: a read of this host's done marker, a skip if it exists. An
-// earlier release's marker (legacyDoneBlob) is read too if the current one
-// is absent: a host that finished before an upgrade stays done.
+// hostDone is --once-per-host's check before the first acquire: a skip if
+// this host's done marker exists, or, if not, an earlier release's marker
+// (legacyDoneBlob): a host that finished before an upgrade stays done.
 func (a *attempt) hostDone(ctx context.Context) error {
 	if a.w.OncePerHost == "" {
 		return nil

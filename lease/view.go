@@ -83,10 +83,10 @@ func (v *View) LastSuccess() *Run {
 	return best
 }
 
-// Group groups one listing's blobs by lease, sorted by name, leaving out
-// NAME~something that leaderrun does not write; a pause or done marker lists
-// its lease even with no slot blob. date is the listing's Date; url gives a
-// blob's URL without secrets (nil: none).
+// Group groups a listing's blobs by lease, sorted by name, without NAME~x
+// that leaderrun does not write; a pause or done marker lists its lease even
+// with no slot blob. date: the listing's; url: a blob's URL, no secrets
+// (nil: none).
 func Group(listed []Listed, date time.Time, url func(blob string) string) []View {
 	if url == nil {
 		url = func(string) string { return "" }
