@@ -96,8 +96,8 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// giveUpOrWait: with NoWait or past the timeout give up (a *HeldError
-// naming p's holder, the latest read), else wait one poll interval (nil).
+// giveUpOrWait gives up with NoWait or past the timeout (a *HeldError
+// naming p's holder), else waits one poll interval (nil).
 func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	if a.w.NoWait || a.expired() {
 		return a.heldError(p)

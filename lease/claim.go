@@ -171,9 +171,8 @@ func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Propert
 	return p
 }
 
-// inflight is a request sent with an acquire on its own goroutine (the
-// blob's read, the marker's), its answer waited for later or abandoned; or
-// an answer had before (answered).
+// inflight is a request sent along with an acquire (the blob's read, the
+// marker's), waited for later or abandoned; or an answer had (answered).
 type inflight[T any] struct {
 	done   chan struct{} // closed once v and err are set
 	v      T

@@ -40,8 +40,7 @@ const (
 	mdHistoryPrefix     = "history"           // history0 (newest) … history19
 )
 
-// newProperties parses a read's metadata. Malformed values read as absent:
-// status must show what it can.
+// newProperties parses a read's metadata; malformed values read as absent (status shows what it can).
 func newProperties(state State, raw map[string]string, date time.Time) *Properties {
 	md := lowered(raw)
 	p := &Properties{Exists: true, State: state, Metadata: md, Date: date, Holder: md[mdHolder],
