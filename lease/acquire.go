@@ -1,10 +1,6 @@
-// acquire.go: one Acquire call as a state machine (attempt): its steps
-// (an acquire without a read, a read, the acquire of a free lease), the
-// one poll loop that runs them for one slot and for several (slots.go), the
-// optimistic acquire, creating a missing blob, holding off while
-// WaitOptions.Hold says so or the lease is paused (pausecheck.go), giving
-// up on storage failures, and the cleanup of a lease acquired but not
-// handed over.
+// acquire.go: one Acquire call as a state machine (attempt): its poll loop,
+// the optimistic acquire, creating a missing blob, holding off, giving up on
+// storage failures, and the cleanup of a lease acquired but not handed over.
 
 package lease
 
@@ -15,8 +11,7 @@ import (
 	"time"
 )
 
-// DefaultStorageTimeout is how long Acquire retries storage failures in a
-// row when neither WaitOptions.Timeout nor StorageTimeout says otherwise.
+// DefaultStorageTimeout: Acquire's budget for storage failures in a row.
 const DefaultStorageTimeout = time.Minute
 
 // attempt is the state of one Acquire call.
@@ -25,76 +20,52 @@ type attempt struct {
 	b        *Blob // the blob acquired: the lease's, or one of its slots
 	w        WaitOptions
 	deadline time.Time // zero: no timeout
-	// leaseID is proposed at every try of this Acquire call: re-acquiring
-	// with the same ID is idempotent, so a lost answer cannot make us
-	// wait for our own lease.
+	// leaseID is proposed at every try: re-acquiring with the same ID is
+	// idempotent, so a lost answer cannot make us wait for our own lease.
 	leaseID string
-	// nonce is written with the claim (mdClaim): a claim whose answer was
-	// lost is recognised as ours when it is read back (claim.go).
-	nonce string
-	// unsure: an acquire with leaseID may have succeeded unseen (or a
-	// release failed); cleanup releases it.
-	unsure bool
-	// claimSent: a claim of this attempt was sent without an answer that
-	// says it failed, so the blob may record our run's start under our
-	// nonce. Such an attempt does not give up on a lease it finds held
-	// before a read has shown whose claim the blob records (settle): a
-	// contender that finds our claim skips it and lets go, and only we
-	// can run it.
-	claimSent bool
-	// ownHeldSince: when a read first found the lease held by another
-	// while the blob records our claim (heldWait).
-	ownHeldSince time.Time
+	nonce   string // written with the claim (mdClaim): a claim whose answer was lost reads back as ours
+	unsure  bool   // an acquire may have succeeded unseen (or a release failed): cleanup releases it
+	// claimSent: a claim went out with no answer saying it failed, so the
+	// blob may record our run: finding the lease held, read whose claim it is
+	// before giving up (settle): another that finds ours skips; only we run it.
+	claimSent    bool
+	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
-	reqStart  time.Time   // when the latest request was sent
-	failures  failureRun  // the storage failures in a row, since the latest success
-	seen      *Properties // the latest held state read
-	termSeen  int64       // the highest term any read showed: a blob made again continues from it
-	goneAt    time.Time   // when the blob, seen held before, was first found gone (zero: not gone)
-	notified  string      // holder and term last passed to OnWait
-	contended int         // acquires refused although a read said free
-	reason    string      // Hold's latest answer
-	// pauseReason: the latest read of the pause marker found the lease
-	// paused (its text, see pauseText); "" if not (pausecheck.go).
-	pauseReason  string
-	pauseRefused bool // the marker's read was refused (warned once)
+	reqStart     time.Time   // when the latest request was sent
+	failures     failureRun  // the storage failures in a row, since the latest success
+	seen         *Properties // the latest held state read
+	termSeen     int64       // the highest term any read showed: a blob made again continues from it
+	goneAt       time.Time   // when the blob, seen held before, was first found gone (zero: not gone)
+	notified     string      // holder and term last passed to OnWait
+	contended    int         // acquires refused although a read said free
+	reason       string      // Hold's latest answer
+	pauseReason  string      // the latest marker read's pause (pauseText); "" if none
+	pauseRefused bool        // the marker's read was refused (warned once)
 }
 
-// errHeldNow: the acquire was refused because the lease is held.
-var errHeldNow = errors.New("lease: held (acquire refused)")
-
-// errGoneNow: the blob is gone, but a holder was seen: not created yet.
-var errGoneNow = errors.New("lease: blob gone under a holder (not created yet)")
-
-// step is the state an attempt is in.
-type step int
-
-const (
-	// stepAcquire: send an acquire without reading first, the optimistic
-	// first one or a retry after a failure (one slot only).
-	stepAcquire step = iota
-	// stepRead: read the lease, the blob or the listing of its slots; a
-	// read that finds it held waits a poll interval, or gives up.
-	stepRead
-	// stepFree: the latest read found the lease free: acquire it, after
-	// the checks that may still hold it off.
-	stepFree
+// Why an acquire did not claim the lease, besides failures and skips.
+var (
+	errHeldNow   = errors.New("lease: held (acquire refused)")
+	errGoneNow   = errors.New("lease: blob gone under a holder (not created yet)")
+	errPausedNow = errors.New("lease: paused") // the acquire was undone
 )
 
-// poll is what the latest read found, with one slot the blob's read
-// that found it free (nil if none), with several the listing and the
-// free slots in the order to try.
+type step int // the state an attempt is in
+
+const (
+	stepAcquire step = iota // acquire unread: the optimistic first one, or a retry after a failure (one slot)
+	stepRead                // read the blob, or list the slots; found held, wait a poll interval or give up
+	stepFree                // the latest read found the lease free: acquire, after the checks that may hold off
+)
+
+// poll is what the latest read found.
 type poll struct {
-	free  *Properties
-	view  *View
-	slots []int
+	free  *Properties // one slot: the read that found the lease free (nil if none)
+	view  *View       // several: the listing
+	slots []int       // and its free slots, in the order to try
 }
 
-// run is the attempt: one poll loop, for one slot and for several, from
-// the first step (one optimistic acquire, or a read) until the lease is
-// claimed or the attempt gives up. Reads differ (a blob's read, or one
-// listing of the slots), and so does what follows a free lease; the loop,
-// the waits and the failure budget are the same.
+// run is the poll loop, until the lease is claimed or the attempt gives up.
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	next := stepAcquire
 	if a.w.ReadFirst || a.e.cfg.Slots > 1 {
@@ -120,12 +91,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return l, err
 }
 
-// acquireOne is the acquire step of a lease of one slot: without a read
-// first (unread: the optimistic acquire, or a retry after a failure, free
-// the latest read if any), or after a read that found the lease free
-// (free, which the claim may reuse), once the pause marker is read. A
-// blob found gone under a holder, Hold or a pause keep it off. It ends
-// with the lease claimed, or the next step.
+// acquireOne is the acquire step of one slot: unread (the optimistic one, or
+// a retry), or after a read that found the lease free (free) and the marker's
+// read. A blob gone under a holder, Hold or a pause keep it off.
 func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool) (*Lease, step, error) {
 	again := stepRead // a blob gone under a holder is waited out in the step it was found in
 	if unread {
@@ -135,23 +103,14 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		return nil, again, a.giveUpOrWait(ctx, a.seen)
 	}
 	if a.holding() {
-		// No acquire now: give up, or poll (reads only) until Hold lets
-		// go and a read finds the lease free.
-		return nil, stepRead, a.giveUpOrWait(ctx, free)
+		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
-	// An optimistic acquire goes alone (its reads follow if it succeeds,
-	// see try); a follower's acquire comes with the poll read that found
-	// the lease free, after a read of the marker.
+	// An optimistic acquire goes alone (its reads follow, see try); a
+	// follower's comes with its poll read, the claim's to reuse.
 	var pr *inflight[*Properties]
 	if !unread {
-		paused, retry, err := a.checkPause(ctx)
-		switch {
-		case err != nil:
+		if ok, err := a.checkPause(ctx, free); !ok {
 			return nil, stepRead, err
-		case retry:
-			return nil, stepRead, nil
-		case paused:
-			return nil, stepRead, a.giveUpOrWait(ctx, free)
 		}
 		pr = answered(free)
 	}
@@ -162,54 +121,45 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		}
 		return l, stepRead, nil
 	}
-	retry, err := a.settle(ctx, err)
-	if retry {
-		return nil, stepAcquire, err // retry the acquire
-	}
-	return nil, stepRead, err
+	next, err := a.settle(ctx, err)
+	return nil, next, err
 }
 
-// settle decides what follows an acquire that did not claim the lease
-// (err, not nil): poll again (retry false, nil), send the acquire again
-// after a failure's backoff (retry true), or give up (an error).
-func (a *attempt) settle(ctx context.Context, err error) (retry bool, _ error) {
+// settle decides what follows an acquire that did not claim the lease: poll
+// (stepRead, nil), retry after a failure's backoff (stepAcquire), give up.
+func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 	switch {
 	case ctx.Err() != nil:
-		return false, ctx.Err()
+		return stepRead, ctx.Err()
 	case errors.Is(err, errPausedNow), errors.Is(err, errGoneNow):
-		// The optimistic acquire found the lease paused and gave it back
-		// unclaimed, or an acquire found the blob gone under a holder not
+		// Given back unclaimed as paused, or the blob gone under a holder not
 		// waited out yet: from now on, poll.
 		a.succeeded()
-		return false, a.giveUpOrWait(ctx, a.seen)
+		return stepRead, a.giveUpOrWait(ctx, a.seen)
 	case errors.Is(err, errHeldNow) && a.claimSent:
 		// Our claim may have landed: read whose claim the blob records
 		// (read, heldWait) before giving up.
 		a.succeeded()
-		return false, nil
+		return stepRead, nil
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
-		return false, &HeldError{}
+		return stepRead, &HeldError{}
 	case errors.Is(err, errHeldNow):
 		a.succeeded()
 		a.contended++
 		if a.contended > 1 {
 			// A read said free, the acquire said held: do not spin.
-			return false, a.giveUpOrWait(ctx, a.seen)
+			return stepRead, a.giveUpOrWait(ctx, a.seen)
 		}
-		return false, nil
+		return stepRead, nil
+	case asStorageError(err) == nil:
+		return stepRead, err // *SkipError
 	}
-	var se *StorageError
-	if !errors.As(err, &se) {
-		return false, err // *SkipError
-	}
-	return true, a.failed(ctx, se)
+	return stepAcquire, a.failed(ctx, err)
 }
 
-// read is the read step of a lease of one slot, a waiting follower's poll
-// (or the read of a contender whose optimistic acquire was refused): one
-// read. It goes on to stepFree with the read if it found the lease free;
-// it reads again after a failure's backoff, or a poll interval while the
-// lease is held; an error is one to give up with.
+// read is one slot's read step (a poll, or after a refused optimistic
+// acquire): stepFree if the lease is free, else read again after a
+// failure's backoff or a poll interval.
 func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	p, err := a.b.getProperties(rctx)
@@ -225,14 +175,12 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	if err := a.pollCheck(p); err != nil {
 		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
 	}
-	// A run started within the window skips, whether the lease is still
-	// held by it or already free again (the claim checks once more).
+	// A run started within the window skips, held or free (the claim checks).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
 		return poll{}, stepRead, skipError(p, a.w.OncePer)
 	}
-	// Scheduled: an occurrence already started, none due, or one missed
-	// skips, held or free; a due one held by an earlier run waits or
-	// gives up as held (the claim decides once more).
+	// Scheduled: an occurrence started, none due, or one missed skips, held
+	// or free; one due but held waits or gives up as held (the claim decides).
 	if p.Exists && !a.ownClaim(p) {
 		if _, err := a.due(p, p.Date); err != nil {
 			return poll{}, stepRead, err
@@ -245,20 +193,17 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	return poll{}, stepRead, a.heldWait(ctx, p)
 }
 
-// try sends one acquire (creating the container and blob if missing) and,
-// if it succeeds, claims the term: see claim. pr, when not nil, is the poll
-// read that found the lease free, which the claim uses instead of a read of
-// its own if the blob has not changed since. When nil (the optimistic
-// acquire), the blob and its pause marker are read once the acquire has
-// succeeded, together: the lease is given back unclaimed (errPausedNow) if
-// the marker says paused, or if its read failed.
+// try sends one acquire (creating a missing container and blob) and claims
+// the term. pr, if not nil, is the poll read that found the lease free, for
+// the claim to reuse; if nil (the optimistic acquire), the blob and marker
+// are read together once acquired, and the lease is given back unclaimed
+// (errPausedNow) if paused or if the marker's read failed.
 //
-// A claim that failed for a reason that may be transient keeps the lease
-// (unsure), even past its stop deadline (no COMMAND runs yet, and an
-// unrenewed lease lapses by itself): the write may have landed unanswered,
-// and the next try re-acquires with the same lease ID and finds its own
-// nonce (claim.go). Given back, the lease would let another contender in to
-// find our claim and skip, while we find it held.
+// A claim that failed for a maybe transient reason keeps the lease (unsure),
+// even past its stop deadline (no COMMAND runs yet; unrenewed, it lapses):
+// the write may have landed unanswered, and the next try re-acquires with
+// our lease ID and finds our nonce (claim.go). Given back, it would let
+// another in to find our claim and skip, while we find it held.
 func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
@@ -281,10 +226,9 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
 			se.kind = kindTransient // deleted right after we created it
 		case se.kind == kindHeld || se.StatusCode == http.StatusConflict || se.StatusCode == http.StatusPreconditionFailed:
-			// Someone else holds it: not with our lease ID, which every
-			// acquire of this attempt proposes, so none of ours landed
-			// unseen either (a lease of ours being broken is the one
-			// refusal that does not say so).
+			// Held by another, not with our lease ID (every acquire of ours
+			// proposes it): none of ours landed unseen, unless the refusal
+			// says breaking, which may be our lease being broken.
 			if se.Code != codeLeaseBreaking {
 				a.unsure = false
 			}
@@ -297,8 +241,11 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	if pr == nil {
 		pr = sendAlong(ctx, a, a.b.getProperties)
 		pause := a.startPauseRead(ctx)
-		err := a.pausedAfterAcquire(pause)
+		reason, err := a.pauseAnswer(pause)
 		pause.abandon()
+		if err == nil && a.paused(reason) {
+			err = errPausedNow
+		}
 		if err != nil {
 			pr.abandon()
 			a.releaseQuietly(ctx)
@@ -323,12 +270,11 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	return l, nil
 }
 
-// refresh renews a just-claimed lease whose claim took so long (a throttled
-// service, a starved host) that no renewal try fits before its stop
-// deadline: handed over as it is, it would be lost as COMMAND starts. An
-// acquire with our lease ID renews it. If that fails the lease is kept
-// (unsure) and the failure counts as a transient one: the next try
-// acquires again and adopts our own claim (claim.go).
+// refresh renews, by an acquire with our lease ID, a lease whose claim took
+// so long (a throttled service, a starved host) that no renewal try fits
+// before its stop deadline: as it is, it would be lost as COMMAND starts.
+// If that fails, the lease is kept (unsure) and the failure counts as
+// transient: the next try acquires again and adopts our claim (claim.go).
 func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	a.e.log.Debug("the claim took until close to the stop deadline: renewing before handing the lease over",
 		"stop_in", time.Until(l.stopAt()).Round(time.Millisecond))
@@ -345,8 +291,7 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	return nil
 }
 
-// releaseQuietly releases a lease this attempt will not hand over, from a
-// fresh bounded context (ctx may be done). If it fails, cleanup tries again.
+// releaseQuietly releases a lease not to hand over (fresh context); cleanup retries.
 func (a *attempt) releaseQuietly(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
@@ -365,8 +310,7 @@ func (a *attempt) cleanup(ctx context.Context) {
 	}
 }
 
-// acquire sends one Acquire Lease, after OnTry; sent is when (t_ok if it
-// succeeds).
+// acquire sends one Acquire Lease after OnTry; sent is t_ok if it succeeds.
 func (a *attempt) acquire(ctx context.Context) (sent time.Time, ans answer, err error) {
 	rctx, cancel := a.requestCtx(ctx)
 	defer cancel()

@@ -1,8 +1,6 @@
-// acquire_wait.go: how one Acquire call waits and bounds its requests: the
-// deadline of each request, the budget of storage failures in a row (with
-// full-jitter backoff), the poll interval, a blob found gone under a
-// holder it saw, a holder or Hold that keeps it waiting or makes it give
-// up, and what it tells the caller meanwhile (OnWait, OnHold).
+// acquire_wait.go: how one Acquire call waits and bounds its requests: each
+// request's deadline, the failure budget, the poll interval, a blob gone
+// under a holder, a holder or Hold that keeps it waiting, OnWait and OnHold.
 
 package lease
 
@@ -13,11 +11,10 @@ import (
 	"time"
 )
 
-// holderMayRun is asked when the blob (or its container) is found gone. A
-// follower that saw the lease held does not create it again until the
-// lease duration it last saw has passed since it first found it gone: the
-// holder it saw learns of the loss at its next renewal and stops its child
-// within its own lease, which cannot reach beyond that (the safety rule).
+// holderMayRun: the blob (or container) is gone. A follower that saw it held
+// does not create it again until the lease duration it last saw has passed
+// since it first found it gone: that holder learns of the loss at its next
+// renewal and stops its child within its lease (the safety rule).
 func (a *attempt) holderMayRun() bool {
 	if a.seen == nil {
 		return false
@@ -34,15 +31,13 @@ func (a *attempt) holderMayRun() bool {
 	return time.Since(a.goneAt) < d
 }
 
-// requestCtx bounds one request (see requestDeadline) and records when it
-// was sent.
+// requestCtx bounds one request (requestDeadline), noting when it was sent.
 func (a *attempt) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	a.reqStart = time.Now()
 	return context.WithDeadline(ctx, a.requestDeadline())
 }
 
-// requestDeadline bounds a request sent now: requestTimeout, and the wait's
-// deadline while it is ahead.
+// requestDeadline: requestTimeout from now, or the wait's deadline if ahead.
 func (a *attempt) requestDeadline() time.Time {
 	now := time.Now()
 	d := now.Add(requestTimeout)
@@ -52,21 +47,18 @@ func (a *attempt) requestDeadline() time.Time {
 	return d
 }
 
-// failed records a storage failure. It returns the error to give up with,
-// or nil after waiting a full-jitter backoff. The budget for failures in a
-// row is the wait's deadline (Timeout) if there is one, else
-// StorageTimeout: a throttled fleet keeps trying, spread out, instead of
-// giving up on the first 503. Retries are logged at debug level only: a
-// failure that outlasts the budget gets its one line from the caller.
+// failed records a storage failure: the error to give up with, or nil after
+// a full-jitter backoff. The budget for failures in a row is Timeout's
+// deadline, else StorageTimeout: a throttled fleet keeps trying, spread out.
+// Retries log at debug only; one that outlasts the budget, by the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	se := asStorageError(err)
-	if se == nil {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case se == nil:
 		return err
-	}
-	if !se.Transient() {
+	case !se.Transient():
 		return se
 	}
 	a.failures.count(a.reqStart)
@@ -88,7 +80,7 @@ func (a *attempt) succeeded() { a.failures.reset() }
 
 func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
 
-// pollWait waits one poll interval: PollInterval ±20 %, as sleep does.
+// pollWait sleeps one poll interval: PollInterval ±20 %.
 func (a *attempt) pollWait(ctx context.Context) error {
 	return a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2))
 }
@@ -98,18 +90,14 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if !a.deadline.IsZero() {
 		d = min(d, time.Until(a.deadline))
 	}
-	if d <= 0 {
-		return nil
-	}
-	if waitFor(ctx.Done(), d) {
+	if d > 0 && waitFor(ctx.Done(), d) {
 		return ctx.Err()
 	}
 	return nil
 }
 
-// giveUpOrWait is what a contender kept from acquiring does: with NoWait or
-// past the timeout it gives up (a *HeldError naming p's holder, the latest
-// read), otherwise it waits one poll interval (nil) or until ctx ends.
+// giveUpOrWait gives up with NoWait or past the timeout (a *HeldError
+// naming p's holder), else waits one poll interval (nil).
 func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	if a.w.NoWait || a.expired() {
 		return a.heldError(p)
@@ -117,18 +105,17 @@ func (a *attempt) giveUpOrWait(ctx context.Context, p *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// heldWait is what a contender does once a read shows the lease held by
-// held (nil: no holder to name, the free slots having been taken since):
-// give up, or tell OnWait and wait one poll interval.
+// heldWait: a read showed the lease held by held (nil: none to name, the
+// free slots taken since): give up, or tell OnWait and wait a poll interval.
 func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	if held != nil {
 		a.seen = held
 	}
 	if a.w.NoWait && a.ownClaim(held) && !a.expired() {
 		// The holder found our claim (its answer lost, our lease lapsed)
-		// and skips: wait for it to let go, then adopt the claim. Within
-		// the storage budget: --no-wait does not wait for a run of
-		// another's, but this run is ours.
+		// and skips: wait, within the storage budget, for it to let go,
+		// then adopt the claim. --no-wait does not wait for another's run,
+		// but this run is ours.
 		if a.ownHeldSince.IsZero() {
 			a.ownHeldSince = time.Now()
 		}
@@ -145,35 +132,25 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	return a.pollWait(ctx)
 }
 
-// holding asks Hold whether to hold off the acquire about to be sent, and
-// tells OnHold (waiting only) when the reason appears or changes.
 func (a *attempt) holding() bool {
-	if a.w.Hold == nil {
-		return false
-	}
-	return a.heldBack(&a.reason, a.w.Hold())
+	return a.w.Hold != nil && a.heldBack(&a.reason, a.w.Hold())
 }
 
-// heldBack records reason (a hold's or a pause's; "" for none) in *last
-// and, waiting, tells OnHold when it appears or changes. It reports whether
-// the acquire is held back.
+// heldBack notes reason (Hold's, a pause's; "" none) in *last, telling OnHold
+// of a new one; it reports whether the acquire is held back.
 func (a *attempt) heldBack(last *string, reason string) bool {
 	changed := reason != *last
 	*last = reason
-	if reason == "" {
-		return false
-	}
-	if changed {
+	if reason != "" && changed {
 		a.e.log.Debug("holding off the acquire", "reason", reason)
 		if a.w.OnHold != nil && !a.w.NoWait {
 			a.w.OnHold(reason)
 		}
 	}
-	return true
+	return reason != ""
 }
 
-// heldError is the *HeldError to give up with: p's holder (the latest read;
-// nil if none) and Hold's latest reason.
+// heldError names p's holder (nil: none) and Hold's or the pause's reason.
 func (a *attempt) heldError(p *Properties) *HeldError {
 	he := heldError(p)
 	he.Reason = cmp.Or(a.reason, a.pauseReason)

@@ -1,37 +1,33 @@
-// claim.go: what follows a successful acquire: the claim of the new term in
-// the blob's metadata, and the read sent with (or before) the acquire that
-// the claim reuses to save a round trip, with why that cannot make the term
-// go wrong.
+// claim.go: the claim of the new term in the blob's metadata after an
+// acquire, and the read sent with (or before) the acquire that it reuses.
 
 package lease
 
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 )
 
-// claim checks once-per on the metadata of a just-acquired lease and writes
-// holder and the new term, stored term + 1 (keeping every other key). Its
-// requests end before the lease's stop deadline: a lease is never handed
-// over with a term that was not written.
+// claim checks a just-acquired lease's metadata (once-per, …) and writes
+// holder and the new term, stored term + 1, keeping every other key, with
+// requests that end before the stop deadline: a lease is never handed over
+// with a term that was not written.
 //
-// The metadata comes from reused, when not nil: a read made before or
-// together with the acquire whose ETag equals the one in the acquire's
-// answer. Every write of a blob's metadata changes its ETag, so equal ETags
-// mean that reused saw the metadata as it was when we acquired — whether
-// the read happened before or after the acquire, and whether or not the
-// service changes the ETag on acquire (if it does, only a read made after
-// the acquire can match, and a poll read never does: the claim then reads
-// again, slower but right). The write carries If-Match: that ETag with the
-// lease ID, so it only lands on the version we read; a 412 ConditionNotMet
-// (or no reusable read) falls back to reading the metadata after the
-// acquire, as the only writer while we hold the lease. Either way the term
-// written is the stored term as of our acquire, plus one.
-//
-// Service time for the claim (lastrunstart and the once-per decision) is
-// the later of the read's Date and the acquire's: a reused poll read may be
-// older than the acquire, and must not date the run.
+// The metadata comes from reused, if not nil: a read made before or with the
+// acquire, with the ETag of the acquire's answer. Every metadata write
+// changes the ETag, so reused saw the metadata as of our acquire, whether
+// read before or after it, and whether or not the service changes the ETag
+// on acquire (if it does, only a read after the acquire can match, a poll
+// read never: the claim reads again, slower but right). The write carries
+// If-Match: that ETag with the lease ID, so it lands only on the version
+// read; a 412 ConditionNotMet (or no reusable read) falls back to a read
+// after the acquire, as the only writer while we hold the lease. Either way
+// the term written is the stored term as of our acquire, plus one. The
+// claim's service time (lastrunstart, the once-per decision) is the later of
+// the read's Date and the acquire's: a reused poll read may be older than
+// the acquire, and must not date the run.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
 	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
@@ -39,7 +35,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	if p != nil {
 		ifMatch = p.etag
 	}
-	for {
+	for ; ; p, ifMatch = nil, "" { // every retry reads the blob again
 		if p == nil {
 			var err error
 			if p, err = a.b.getProperties(rctx); err != nil {
@@ -61,13 +57,11 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		}
 		a.claimSent = true
 		ans, err := a.b.api.setMetadata(rctx, l.ID, ifMatch, t.md)
-		if se := asStorageError(err); se != nil && ifMatch != "" &&
-			se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+		switch se := asStorageError(err); {
+		case se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet:
 			a.e.log.Debug("the blob changed since it was read: reading it again")
-			p, ifMatch = nil, ""
 			continue
-		}
-		if se := asStorageError(err); se != nil && se.Transient() && rctx.Err() == nil {
+		case se != nil && se.Transient() && rctx.Err() == nil:
 			// The write may have landed with its answer lost: only a read
 			// tells. It shows our nonce if it did; if not, the write is
 			// sent again on the version read.
@@ -75,15 +69,13 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			if waitFor(rctx.Done(), backoff(1)) {
 				return err
 			}
-			p, ifMatch = nil, ""
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
-		l.Term, l.AcquiredAt, l.meta, l.runStartRecorded = t.term, t.acquiredAt, t.md, !t.now.IsZero()
-		l.Occurrence = t.occurrence
-		l.preRun = pickKeys(mergeMetadata(p.Metadata, nil), runKeys())
+		l.Term, l.AcquiredAt, l.Occurrence, l.meta = t.term, t.acquiredAt, t.occurrence, t.md
+		l.runStartRecorded = !t.now.IsZero()
+		l.preRun = lowered(p.Metadata)
 		l.sawDate(t.now)
 		l.sawDate(ans.Date)
 		return nil
@@ -99,9 +91,7 @@ type termWrite struct {
 	md         map[string]string
 }
 
-// newTerm checks p, the metadata as of l's acquire, as a claim must
-// (once-per, the schedule, the checks of every read) and makes the write of
-// the next term on it.
+// newTerm checks p, the metadata as of l's acquire, and makes the new term's write.
 func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	cfg := a.e.cfg
 	now := maxTime(p.Date, l.AcquiredAt)
@@ -124,55 +114,54 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	}
 	// A blob made again after it was lost continues from the highest term
 	// this contender saw: the term never goes back.
-	stored = max(stored, a.termSeen)
+	term := max(stored, a.termSeen) + 1
 	acquiredAt := l.AcquiredAt
 	if acquiredAt.IsZero() {
 		acquiredAt = p.Date
 	}
-	// The run's start goes in the same write (one request fewer per run and
-	// per handover): the command starts right after the claim, and a run
-	// skipped by --once-per returned above, before anything was written.
-	// startRun moves the previous run into the history first (with its end
-	// unknown if its holder could not record it).
-	md := claimMetadata(p.Metadata, claimRecord{Holder: cfg.Identity, Term: stored + 1, Duration: cfg.Duration,
-		AcquiredAt: acquiredAt, Version: cfg.Version, Nonce: a.nonce, Slots: cfg.Slots,
-		Schedule: a.w.Schedule, Occurrence: occ}, now)
-	return termWrite{term: stored + 1, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
+	// The run's start goes in the same write (one request fewer per run):
+	// the command starts right after the claim, and a run skipped by
+	// --once-per returned above, before any write.
+	md := startRun(p.Metadata, Run{Holder: cfg.Identity, Term: term, Start: now})
+	md[mdHolder] = cfg.Identity
+	md[mdTerm] = strconv.FormatInt(term, 10)
+	md[mdLeaseDuration] = strconv.Itoa(int(cfg.Duration / time.Second))
+	md[mdAcquiredAt] = formatTime(acquiredAt)
+	md[mdVersion] = cfg.Version
+	md[mdClaim] = a.nonce
+	if a.w.Schedule != nil && !occ.IsZero() {
+		md[mdSchedule], md[mdOccurrence] = a.w.Schedule.String(), formatTime(occ)
+	}
+	if cfg.Slots > 1 {
+		md[mdSlots] = strconv.Itoa(cfg.Slots)
+	}
+	return termWrite{term: term, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
 }
 
-// ownClaim reports whether p's metadata holds this attempt's claim: a
-// claim of ours that landed.
+// ownClaim reports whether p's metadata holds this attempt's claim.
 func (a *attempt) ownClaim(p *Properties) bool {
 	return a.nonce != "" && p != nil && p.Metadata[mdClaim] == a.nonce
 }
 
 // adopt takes over the term that our own claim, found in p, wrote.
 func (a *attempt) adopt(l *Lease, p *Properties) {
-	l.Term = p.Term
-	if at := p.AcquiredAt; !at.IsZero() {
-		l.AcquiredAt = at
+	l.Term, l.meta, l.runStartRecorded = p.Term, p.Metadata, p.Metadata[mdLastRunStart] != ""
+	if !p.AcquiredAt.IsZero() {
+		l.AcquiredAt = p.AcquiredAt
 	}
-	l.meta = p.Metadata
 	if a.w.Schedule != nil {
 		l.Occurrence = p.Occurrence
 	}
-	l.runStartRecorded = p.Metadata[mdLastRunStart] != ""
 	l.sawDate(p.Date)
 }
 
-// minReadGrace: how long try waits at least for the read sent right after
-// the acquire (see reusable).
-const minReadGrace = 100 * time.Millisecond
+const minReadGrace = 100 * time.Millisecond // the least wait for the read sent with the acquire
 
-// reusable returns pr's read if it shows the blob exactly as the acquire
-// answered, ans: same ETag. A read still in flight is waited for twice as
-// long as the acquire took (rtt), at least minReadGrace, from when it was
-// sent; then it is left for a read of the claim's own. nil: not reusable.
+// reusable returns pr's read if it has the ETag of the acquire's answer. One
+// in flight is waited for 2×rtt (the acquire's), at least minReadGrace, from
+// when it was sent; then the claim reads on its own.
 func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
-	if ans.ETag == "" || ans.Date.IsZero() {
-		return nil
-	}
-	if !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
+	if ans.ETag == "" || ans.Date.IsZero() || !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
 		return nil
 	}
 	p := pr.v // nil if the read failed: a failed read is simply not used
@@ -182,10 +171,8 @@ func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Propert
 	return p
 }
 
-// inflight is a request sent alongside an acquire, on its own goroutine
-// (the blob's read that the claim may reuse, the pause marker's read),
-// whose answer is waited for later or abandoned; or an answer had before
-// (answered), which the same code then uses.
+// inflight is a request sent along with an acquire (the blob's read, the
+// marker's), waited for later or abandoned; or an answer had (answered).
 type inflight[T any] struct {
 	done   chan struct{} // closed once v and err are set
 	v      T
@@ -194,8 +181,7 @@ type inflight[T any] struct {
 	cancel context.CancelFunc
 }
 
-// sendAlong sends req on its own goroutine, bounded like any request of
-// the attempt.
+// sendAlong sends req on its own goroutine, bounded like any of a's.
 func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
 	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
@@ -206,15 +192,14 @@ func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context)
 	return r
 }
 
-// answered is an answer had before, as if it had just come.
+// answered is an answer had before, as if just come.
 func answered[T any](v T) *inflight[T] {
 	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// abandon cancels the request if it is still in flight and waits for its
-// goroutine to end. Safe on nil and more than once.
+// abandon cancels the request and waits for its goroutine; nil-safe, repeatable.
 func (r *inflight[T]) abandon() {
 	if r == nil {
 		return

@@ -1,6 +1,5 @@
-// lease.go: the Lease value that Acquire returns: what it holds, the
-// service time it tracks, the run records it writes to the blob's metadata,
-// and Release. Its keeper is in keeper.go.
+// lease.go: the Lease that Acquire returns: what it holds, the service time
+// it tracks, the run records it writes, and Release (keeper: keeper.go).
 
 package lease
 
@@ -14,8 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// releaseTimeout bounds a release, from a fresh context.
-const releaseTimeout = 5 * time.Second
+const releaseTimeout = 5 * time.Second // bounds a release, from a fresh context
 
 // Lease is a held lease: the term it began, and the keeper that renews it.
 //
@@ -23,20 +21,16 @@ const releaseTimeout = 5 * time.Second
 // (child exits) → RecordRunEnd → Release. If Lost closes, stop the child by
 // LostErr().StopAt and SIGKILL it by LostErr().KillBy, then Release.
 type Lease struct {
-	ID         string    // the lease ID held (LEADERRUN_LEASE_ID)
-	Term       int64     // the fencing token (LEADERRUN_TERM): grows at every acquisition
-	Name       string    // the lease name (LEADERRUN_LEASE): the blob name of slot 0
-	Slot       int       // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
-	URL        string    // the blob URL, no query (LEADERRUN_LEASE_URL)
-	Identity   string    // this holder (LEADERRUN_IDENTITY)
-	AcquiredAt time.Time // when the term began, by the service's clock
-	// Occurrence is the scheduled occurrence this term runs
-	// (LEADERRUN_OCCURRENCE; WaitOptions.Schedule); zero without one.
-	Occurrence time.Time
+	ID         string        // the lease ID held (LEADERRUN_LEASE_ID)
+	Term       int64         // the fencing token (LEADERRUN_TERM): grows at every acquisition
+	Name       string        // the lease name (LEADERRUN_LEASE): the blob name of slot 0
+	Slot       int           // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
+	URL        string        // the blob URL, no query (LEADERRUN_LEASE_URL)
+	Identity   string        // this holder (LEADERRUN_IDENTITY)
+	AcquiredAt time.Time     // when the term began, by the service's clock
+	Occurrence time.Time     // the scheduled occurrence this term runs (LEADERRUN_OCCURRENCE); zero without one
 	Duration   time.Duration // the lease duration
-	// StopBudget is the grace after the stop signal once Lost closes:
-	// KillGrace capped at Duration/3 (see Config.StopBudget).
-	StopBudget time.Duration
+	StopBudget time.Duration // the grace after the stop signal once Lost closes: KillGrace capped at Duration/3
 
 	b             *Blob
 	renewInterval time.Duration
@@ -46,22 +40,18 @@ type Lease struct {
 	renewedAt chan time.Time
 	keepOnce  sync.Once
 
-	mu      sync.Mutex
-	tOK     time.Time         // send time of the last successful acquire or renew (monotonic)
-	lostErr *LostError        // set before lost is closed
-	meta    map[string]string // the blob's metadata as last written by us
-	// runStartRecorded: the claim wrote lastrunstart with the term, so the
-	// first RecordRunStart has nothing to do.
-	runStartRecorded bool
-	// preRun is the run record (runKeys) as it was before the claim wrote
-	// this run's start: ReleaseUnused puts it back.
-	preRun     map[string]string
-	date       time.Time // the latest service Date seen
-	dateAt     time.Time // when that answer arrived (monotonic)
-	stopKeeper context.CancelFunc
-	keeperDone chan struct{}
-	releasing  bool // Release was called: the keeper exits without closing Lost
-	released   bool
+	mu               sync.Mutex
+	tOK              time.Time         // send time of the last successful acquire or renew (monotonic)
+	lostErr          *LostError        // set before lost is closed
+	meta             map[string]string // the blob's metadata as last written by us
+	runStartRecorded bool              // the claim wrote lastrunstart: the first RecordRunStart has nothing to do
+	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its runKeys back
+	date             time.Time         // the latest service Date seen
+	dateAt           time.Time         // when that answer arrived (monotonic)
+	stopKeeper       context.CancelFunc
+	keeperDone       chan struct{}
+	releasing        bool // Release was called: the keeper exits without closing Lost
+	released         bool
 }
 
 func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
@@ -86,9 +76,8 @@ func (l *Lease) sawDate(d time.Time) {
 	l.date, l.dateAt = d, time.Now()
 }
 
-// serviceNow is the service's time now: the Date of the latest answer plus
-// the monotonic time elapsed since it arrived, to the second. It never reads
-// the local wall clock. Zero if no Date was seen.
+// serviceNow is the latest answer's Date plus the monotonic time since, to
+// the second; never the local wall clock. Zero if no Date was seen.
 func (l *Lease) serviceNow() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,19 +87,13 @@ func (l *Lease) serviceNow() time.Time {
 	return l.date.Add(time.Since(l.dateAt)).UTC().Truncate(time.Second)
 }
 
-// RecordRunStart writes lastrunstart and lastrunholder to the blob's
-// metadata, and clears lastrunend and lastexit; call it right before the
-// child starts. Right after Acquire it writes nothing: the claim recorded
-// the start with the term (service time: the later of the acquire's Date
-// and that of the read the claim used). Otherwise lastrunstart is service
-// time too: the Date header of the latest answer from the service (the
-// acquire's metadata write or the latest renewal) plus the monotonic time
-// since it arrived, to the second (Date has one-second resolution).
-// Transient failures are retried for up to 5 s. Under --once-per the record
-// is what makes later contenders skip, so a failure should stop the run.
+// RecordRunStart records the run's start (serviceNow) right before the
+// child starts; right after Acquire, the claim did (at the later of the
+// acquire's Date and its read's). Transient failures are retried for up to
+// 5 s. Under --once-per it makes later contenders skip: a failure should
+// stop the run.
 func (l *Lease) RecordRunStart(ctx context.Context) error {
 	if l.runStartRecorded {
-		// The claim wrote it with the term, a moment ago.
 		l.runStartRecorded = false
 		return nil
 	}
@@ -124,10 +107,8 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 	})
 }
 
-// RecordRunEnd writes lastrunend (service time, as for RecordRunStart) and
-// lastexit, moves the run into the history and, on status 0, records it as
-// the last success (history.go). It needs the lease: call it before Release. After Lost it
-// usually fails (the lease is gone), which is worth a warning, not more.
+// RecordRunEnd records the run's end (serviceNow) and exit (recordRunEnd).
+// Call it before Release; after Lost it usually fails: a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	end := l.serviceNow()
 	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {
@@ -135,9 +116,8 @@ func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
 	})
 }
 
-// updateMetadata writes the metadata that edit returns (from a copy of the
-// metadata last written), with the lease ID, retrying transient failures
-// within requestTimeout.
+// updateMetadata writes, with the lease ID, what edit makes of a copy of the
+// metadata last written, retrying transient failures within requestTimeout.
 func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[string]string) map[string]string) error {
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))
@@ -146,11 +126,10 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	defer cancel()
 	err := retryTransient(rctx, func() error {
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
-		if err == nil {
+		switch {
+		case err == nil:
 			l.sawDate(ans.Date)
-			return nil
-		}
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			return ctx.Err()
 		}
 		return renamed(err, op)
@@ -164,16 +143,14 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	return nil
 }
 
-// ReleaseUnused gives back a lease whose COMMAND was never started: it
-// takes back the run start the claim recorded (so that history shows no
-// run that never happened and no once-per window is spent), then releases.
-// The term stays as claimed: it only grows.
+// ReleaseUnused gives back a lease whose COMMAND never started: it takes
+// back the claim's run start (no run in the history that never happened, no
+// once-per window spent), then releases. The term stays: it only grows.
 func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	if l.runStartRecorded && l.preRun != nil {
-		pre := l.preRun
 		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
 			for _, k := range runKeys() {
-				if v, ok := pre[k]; ok {
+				if v, ok := l.preRun[k]; ok {
 					md[k] = v
 				} else {
 					delete(md, k)
@@ -190,11 +167,11 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	return l.Release(ctx)
 }
 
-// Release stops the keeper, then releases the lease with a fresh context of
-// at most 5 s (ctx's values are kept, its cancellation is not), retrying
-// transient failures. Call it after the child has exited, never before. It is
-// safe after Lost (a lease already gone is not an error) and more than once.
-// If it fails, the lease expires by itself within Duration.
+// Release stops the keeper, then releases the lease within 5 s of a fresh
+// context (ctx's values, not its cancellation), retrying transient failures.
+// Call it after the child has exited, never before; it is safe after Lost (a
+// lease gone is no error) and more than once. If it fails, the lease expires
+// by itself within Duration.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {

@@ -1,5 +1,4 @@
-// Listing: one listing of the blobs of a container under a prefix, with
-// their lease state and metadata.
+// Listing: a container's blobs under a prefix, with lease state and metadata.
 
 package lease
 
@@ -13,20 +12,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
-// containerAPI is the storage edge for requests on the container as a
-// whole. azContainer sends them; tests may use a fake. Failures are
-// *StorageError, mapped at the edge.
+// containerAPI is the storage edge for requests on the whole container,
+// sent by azContainer or a test's fake; failures are *StorageError.
 type containerAPI interface {
-	// listBlobs lists the blobs whose names begin with prefix, with
-	// their lease state and metadata, following every page. The answer
-	// is the last page's (its Date). With skipHelpers (and prefix ""), it
-	// does not page through the helper blobs (names.go): the listing
-	// stops where they begin and goes on after them (startFrom).
+	// listBlobs lists the blobs under prefix with their lease state and
+	// metadata, every page; the answer is the last page's. With skipHelpers
+	// (and prefix "") it does not page through the helper blobs (names.go):
+	// it stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
-	// accountInfo is Get Account Information (account.go).
-	accountInfo(ctx context.Context) (accountInfo, error)
-	// containerInfo is Get Container Properties (account.go).
-	containerInfo(ctx context.Context) (containerInfo, error)
+	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (account.go)
+	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (account.go)
 }
 
 // listedBlob is one blob of a listing.
@@ -37,10 +32,8 @@ type listedBlob struct {
 	Metadata   map[string]string // names lowercased; never nil
 }
 
-// maxListPages bounds one listing: 5,000 blobs a page, so 100 pages are
-// half a million blobs under one prefix, far beyond what a container of
-// leases holds. A listing that would go on is an error, not a partial
-// answer.
+// maxListPages bounds a listing: at 5,000 blobs a page, half a million, far
+// beyond a container of leases; one that would go on is an error.
 const maxListPages = 100
 
 func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
@@ -48,8 +41,7 @@ func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers 
 	return blobs, last, a.c.fail("list blobs", err)
 }
 
-// pagerLister is the part of the SDK's container client that lists (a
-// test serves it pages of its own).
+// pagerLister is the SDK container client's lister (a test serves pages).
 type pagerLister interface {
 	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
 }
@@ -60,15 +52,14 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 	if prefix != "" {
 		opts.Prefix = &prefix
 	}
-	skipHelpers = skipHelpers && prefix == ""
 	var (
 		blobs []listedBlob
 		last  answer
 		pages int
 	)
-	// page lists until the pager ends, or until keep says stop.
-	page := func(pager *runtime.Pager[container.ListBlobsFlatResponse], keep func(name string) (take, more bool)) error {
-		for pager.More() {
+	// list lists by opts until the pager ends, or until keep says stop.
+	list := func(keep func(name string) (take, more bool)) error {
+		for pager := pl.NewListBlobsFlatPager(opts); pager.More(); {
 			if pages == maxListPages {
 				return fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
 			}
@@ -81,48 +72,37 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 			if page.Segment == nil {
 				continue
 			}
-			more := true
 			for _, item := range page.Segment.BlobItems {
 				if item == nil || item.Name == nil {
 					continue
 				}
-				take, goOn := keep(*item.Name)
-				if !goOn {
-					more = false
-					break
+				take, more := keep(*item.Name)
+				if !more {
+					return nil
 				}
 				if take {
 					blobs = append(blobs, toListedBlob(item))
 				}
 			}
-			if !more {
-				return nil
-			}
 		}
 		return nil
 	}
-	all := func(string) (bool, bool) { return true, true }
-	if !skipHelpers {
-		if err := page(pl.NewListBlobsFlatPager(opts), all); err != nil {
-			return nil, answer{}, err
+	reached := false // the helper blobs were reached, and skipped
+	keep := func(string) (bool, bool) { return true, true }
+	if skipHelpers && prefix == "" {
+		keep = func(name string) (bool, bool) {
+			reached = strings.HasPrefix(name, HelperPrefix)
+			return !reached, !reached
 		}
-		return blobs, last, nil
 	}
-	reached := false
-	err := page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
-		reached = strings.HasPrefix(name, HelperPrefix)
-		return !reached, !reached
-	})
-	if err != nil || !reached {
-		return blobs, last, err
+	err := list(keep)
+	if err == nil && reached {
+		// The names after the helper blobs: a service that does not know
+		// startFrom lists from the start again, and those are skipped.
+		from := afterHelpers
+		opts.StartFrom = &from
+		err = list(func(name string) (bool, bool) { return name >= afterHelpers, true })
 	}
-	// The names after the helper blobs: a service that does not know
-	// startFrom lists from the start again, and those are skipped.
-	from := afterHelpers
-	opts.StartFrom = &from
-	err = page(pl.NewListBlobsFlatPager(opts), func(name string) (bool, bool) {
-		return name >= afterHelpers, true
-	})
 	if err != nil {
 		return nil, answer{}, err
 	}
@@ -157,26 +137,22 @@ func quotedETag(e string) string {
 	return `"` + e + `"`
 }
 
-// Listed is one blob of a listing: its name and what it says about its
-// lease, parsed as Properties parses a read (Date is the listing's).
+// Listed is one blob of a listing, parsed as a read is (Date: the listing's).
 type Listed struct {
 	Name  string
 	Props *Properties
 }
 
-// List lists the blobs of the container whose names begin with prefix
-// ("" for all), with their lease state and metadata, in one request per
-// 5,000 blobs, and returns them in name order with the service's Date of
-// the answer. The directories of a hierarchical-namespace account are
-// left out. A missing container is an empty listing. Failures are
-// *StorageError; a done ctx returns ctx.Err().
+// List lists the container's blobs under prefix ("" for all) with their
+// lease state and metadata, one request per 5,000, in name order, and the
+// service Date; not a hierarchical namespace's directories; a missing
+// container lists empty. Failures are *StorageError, or a done ctx's error.
 func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
 }
 
-// ListLeases is List of the whole container without the helper blobs
-// (names.go: done markers): the listing does not page through them,
-// however many accumulate.
+// ListLeases lists the whole container without paging through the helper
+// blobs (names.go: done markers), however many accumulate.
 func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
 	return c.list(ctx, "", true)
 }
@@ -185,13 +161,12 @@ func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) (
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	blobs, ans, err := c.api.listBlobs(rctx, prefix, skipHelpers)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, time.Time{}, ctx.Err()
-		}
-		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing {
-			return nil, se.date, nil
-		}
+	switch se := asStorageError(err); {
+	case err != nil && ctx.Err() != nil:
+		return nil, time.Time{}, ctx.Err()
+	case se != nil && se.kind == kindContainerMissing:
+		return nil, se.date, nil
+	case err != nil:
 		return nil, time.Time{}, err
 	}
 	out := make([]Listed, 0, len(blobs))

@@ -1,11 +1,9 @@
-// once.go: the checks a contender makes on what it reads besides the
-// once-per window: --once (someone already succeeded), --once-per-host (the
-// done marker NAME~done/HOST, see names.go) and the slot count recorded in
-// the metadata; and MarkDone, which writes the done marker.
-//
-// --once with more than one slot is refused: --once promises one successful
-// run for the whole fleet, and with N slots up to N contenders would start
-// at once, none of them seeing the others' success until it has ended.
+// once.go: a contender's checks besides the once-per window: --once
+// (someone succeeded), --once-per-host (the done marker NAME~done/HOST,
+// names.go), the slot count recorded; and MarkDone. --once with several
+// slots is refused: it promises one successful run for the fleet, and with
+// N slots up to N contenders would start at once, none seeing the others'
+// success until it has ended.
 
 package lease
 
@@ -16,8 +14,8 @@ import (
 	"strings"
 )
 
-// SlotsError: the lease records another slot count than this contender's.
-// It comes wrapped in a *ConfigError (a usage error: exit 64).
+// SlotsError: the lease records another slot count than this contender's,
+// wrapped in a *ConfigError (a usage error: exit 64).
 type SlotsError struct {
 	Lease    string // the lease name
 	Want     int    // this contender's --slots
@@ -33,17 +31,11 @@ func slotsErr(lease string, want, recorded int) *ConfigError {
 	return &ConfigError{Field: "slots", Err: &SlotsError{Lease: lease, Want: want, Recorded: recorded}}
 }
 
-func errOnceWithSlots(n int) *ConfigError {
-	return configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", n)
-}
-
 // leaseName is the name of the lease a blob belongs to.
 func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 
-// pollCheck applies to every read of a contender (held or free): another
-// slot count recorded, or --once with a success recorded, ends the wait;
-// so does a lease blob that is a directory (account.go), before anything
-// is written to it.
+// pollCheck ends the wait, on any read, before any write: another slot count
+// recorded, --once with a success recorded, a directory (account.go).
 func (a *attempt) pollCheck(p *Properties) error {
 	if p.Directory {
 		return directoryError(a.b.name)
@@ -59,70 +51,55 @@ func (a *attempt) pollCheck(p *Properties) error {
 	return nil
 }
 
-// hostDone reads this host's done marker: true if it exists. A marker of
-// an earlier release (legacyDoneBlob) is read too, only when the current
-// one is absent: a host that finished before an upgrade stays done.
-func (a *attempt) hostDone(ctx context.Context) (bool, error) {
+// hostDone is --once-per-host's check before the first acquire: a skip if
+// this host's done marker exists, or, if not, an earlier release's marker
+// (legacyDoneBlob): a host that finished before an upgrade stays done.
+func (a *attempt) hostDone(ctx context.Context) error {
+	if a.w.OncePerHost == "" {
+		return nil
+	}
 	name := leaseName(a.b.name)
 	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
 		m, err := a.b.c.Blob(blob)
 		if err != nil {
-			return false, err
+			return err
 		}
 		rctx, cancel := a.requestCtx(ctx)
 		p, err := m.getProperties(rctx)
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			return false, err
-		}
-		if p.Exists {
-			return true, nil
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return err
+		case p.Exists:
+			return a.doneSkip()
 		}
 	}
-	return false, nil
+	return nil
 }
 
 func (a *attempt) doneSkip() *SkipError {
 	return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 }
 
-// doneBefore is --once-per-host's check before the first acquire: one read
-// of the marker.
-func (a *attempt) doneBefore(ctx context.Context) error {
-	if a.w.OncePerHost == "" {
-		return nil
-	}
-	done, err := a.hostDone(ctx)
-	if err != nil {
-		return err
-	}
-	if done {
-		return a.doneSkip()
-	}
-	return nil
-}
-
-// doneAfter is --once-per-host's check again once l is held, so that a
-// contender of the same host that waited while this host's run succeeded
-// does not run again (the marker is written before the release): a read of
-// the done marker, which skips. With several slots one listing follows:
-// another slot held by this host (a second leaderrun of the same host)
-// sends this one back to waiting (errHeldNow); two of the same host that
-// acquire at the same moment each list after their own claim, so at least
-// one of them sees the other. Any outcome but going on releases l.
+// doneAfter checks hostDone again once l is held: a contender that waited
+// while this host's run succeeded does not run again (the marker is written
+// before the release). With several slots a listing follows: another slot
+// held by this host (a second leaderrun there) sends it back to waiting
+// (errHeldNow); two that acquire at once each list after their own claim,
+// so one sees the other. Any outcome but going on releases l.
 func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	if a.w.OncePerHost == "" {
 		return nil
 	}
-	done, err := a.hostDone(ctx)
-	if err == nil && done {
-		err = a.doneSkip()
-	}
+	err := a.hostDone(ctx)
 	if err == nil && a.e.cfg.Slots > 1 {
-		err = a.otherSlotOfHost(ctx, l.Slot)
+		var v *View
+		if v, err = a.list(ctx); err == nil && v.heldByHost(a.w.OncePerHost, l.Slot) {
+			a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
+			err = errHeldNow
+		}
 	}
 	if err == nil {
 		return nil
@@ -133,27 +110,10 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 	return err
 }
 
-// otherSlotOfHost lists the lease's slots: errHeldNow if one other than
-// mine is held by this host.
-func (a *attempt) otherSlotOfHost(ctx context.Context, mine int) error {
-	rctx, cancel := a.requestCtx(ctx)
-	listed, date, err := a.b.c.List(rctx, a.b.name)
-	cancel()
-	if err != nil {
-		return err
-	}
-	if viewOf(a.b.name, listed, date, nil).heldByHost(a.w.OncePerHost, mine) {
-		a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
-		return errHeldNow
-	}
-	return nil
-}
-
-// MarkDone records that host completed a run with status 0 under the
-// lease: the zero-length blob ~done/NAME~HOST (names.go), created If-None-Match: * (an
-// existing marker is kept as it is). Call it while the lease is still held,
-// before Release, so that the marker exists before anyone else can take
-// the slot. Transient failures are retried for up to requestTimeout.
+// MarkDone records that host completed a run with status 0: the empty blob
+// ~done/NAME~HOST, created If-None-Match: * (one there is kept). Call it
+// while the lease is held, before Release, so the marker exists before
+// anyone else can take the slot. Retries transient failures, requestTimeout.
 func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
 	if err != nil {
@@ -170,8 +130,8 @@ func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	})
 }
 
-// sameHost reports whether holder, an identity, is host's: host itself
-// (--identity) or host:PID (the default identity).
+// sameHost reports whether identity holder is host's: host (--identity) or
+// host:PID (the default).
 func sameHost(holder, host string) bool {
 	return holder == host || strings.HasPrefix(holder, host+":")
 }

@@ -1,38 +1,26 @@
 // The pause of a lease, as requests: reading, writing and deleting its
-// marker (NAME~pause, see names.go and pause.go), and the contender's check
-// before each acquire (see attempt.acquireOne in acquire.go).
-//
-// Cost: a contender reads the marker once per acquire attempt, never per
-// poll of a held lease. The optimistic first acquire sends the read together
-// with the acquire (no extra round trip) and, if the lease is paused,
-// releases the lease it just got without claiming a term; a follower whose
-// poll found the lease free reads the marker before it sends the acquire
-// (one round trip more per handover, none per poll).
+// marker (NAME~pause: names.go, pause.go), and a contender's check before
+// each acquire: one read per acquire, never per poll of a held lease. The
+// optimistic acquire sends it along (no extra round trip) and, if paused,
+// releases the lease it got without claiming a term; a follower whose poll
+// found the lease free reads it first (a round trip more per handover).
 //
 // Limits: a contender that read "not paused" may still acquire and start
-// COMMAND up to one round trip after a pause was written. A contender whose
-// credentials may not read the marker (a SAS scoped to the lease blob:
-// 403) warns once and does not honour pauses; unreachable storage is a
-// failure like any other (retried, then given up).
+// COMMAND up to one round trip after a pause was written. One that may not
+// read the marker (a SAS scoped to the lease blob: 403) warns once and does
+// not honour pauses; unreachable storage is retried, then given up.
 
 package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 )
 
-// errPausedNow: the acquire was not sent, or was undone, because the lease
-// is paused.
-var errPausedNow = errors.New("lease: paused")
-
-// ReadPause reads the lease's pause marker (one read request): the pause
-// it records, nil if there is no marker, and the service's Date of the
-// answer, by which Pause.Active tells whether it is still in force.
-// Failures are *StorageError; a done ctx returns ctx.Err().
+// ReadPause reads the lease's pause marker (one request): its pause, nil if
+// none, and the answer's service Date, by which Pause.Active tells whether
+// it is in force. Failures are *StorageError; a done ctx returns ctx.Err().
 func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 	m, err := b.pauseMarker()
 	if err != nil {
@@ -48,13 +36,11 @@ func (b *Blob) ReadPause(ctx context.Context) (*Pause, time.Time, error) {
 	return pauseOf(props.Metadata), props.Date, nil
 }
 
-// WritePause writes p as the lease's pause marker, replacing any pause
-// already there, and returns the service's Date of the answer. p's times
-// must come from the service's clock (a Date), never from the local one. A
-// reason that metadata cannot carry is a *ConfigError, sent nowhere.
-// Transient failures are retried within requestTimeout: the write replaces
-// the whole marker, so sending it again after an answer that was lost
-// writes the same pause.
+// WritePause writes p as the pause marker, replacing any, and returns the
+// answer's service Date. p's times must be the service's, never local. A
+// reason metadata cannot carry is a *ConfigError, sent nowhere. Transient
+// failures are retried within requestTimeout: the write replaces the whole
+// marker, so sending it again after a lost answer writes the same pause.
 func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	m, err := b.pauseMarker()
 	if err != nil {
@@ -69,24 +55,17 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	var date time.Time
 	err = retryTransient(rctx, func() error {
 		ans, err := m.api.putBlob(rctx, md)
-		if err == nil {
-			date = ans.Date
-			return nil
-		}
-		if ctx.Err() != nil {
+		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
+			// Create the container only: an empty marker blob would be an
+			// open-ended pause if the write then failed.
+			_, cerr := m.api.createContainer(rctx)
+			if se := asStorageError(cerr); cerr != nil && (se == nil || se.kind != kindExists) {
+				return cerr
+			}
+			ans, err = m.api.putBlob(rctx, md)
+		} else if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if se := asStorageError(err); se == nil || se.kind != kindContainerMissing {
-			return renamed(err, "write pause marker")
-		}
-		// Create the container only: an empty marker blob would be an
-		// open-ended pause if the write then failed.
-		if _, err := m.api.createContainer(rctx); err != nil {
-			if se := asStorageError(err); se == nil || se.kind != kindExists {
-				return err
-			}
-		}
-		ans, err = m.api.putBlob(rctx, md)
 		date = ans.Date
 		return renamed(err, "write pause marker")
 	})
@@ -97,7 +76,7 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	return date, nil
 }
 
-// DeletePause deletes the lease's pause marker; existed is false when there
+// DeletePause deletes the lease's pause marker; existed is false if there
 // was none. Transient failures are retried within requestTimeout; a marker
 // found gone after a try whose answer was lost was deleted by that try.
 func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
@@ -110,15 +89,13 @@ func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
 	unanswered := false
 	err = retryTransient(rctx, func() error {
 		_, err := m.api.deleteBlob(rctx)
-		if err == nil {
-			existed = true
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {
+		case err == nil:
+			existed = true
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case se == nil:
 			return err
 		case se.kind == kindBlobMissing || se.kind == kindContainerMissing:
@@ -139,9 +116,11 @@ func (b *Blob) pauseMarker() (*Blob, error) {
 	return b.marker, nil
 }
 
-// pauseText is how a contender says why it does not acquire: it begins
-// "paused: ".
+// pauseText is a contender's reason not to acquire ("paused: …"; nil: "").
 func pauseText(p *Pause) string {
+	if p == nil {
+		return ""
+	}
 	reason := p.Reason
 	if reason == "" {
 		reason = "no reason given"
@@ -152,8 +131,7 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// startPauseRead sends a read of the pause marker alongside the acquire;
-// nil when the blob has no marker (unit tests' fakes).
+// startPauseRead sends the marker's read; nil if the blob has none (fakes).
 func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
 	if a.b.marker == nil {
 		return nil
@@ -161,34 +139,28 @@ func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
 	return sendAlong(ctx, a, a.b.marker.pauseReason)
 }
 
-// pauseAnswer waits for the marker's read r and returns its answer: the
-// pause's text ("" if not paused) or a failure (*StorageError or a context
-// error). Credentials that may not read the marker (401, 403) read as not
-// paused, with one warning per Acquire.
+// pauseAnswer waits for the marker's read r: pauseText, or a failure; one
+// that may not read it (401, 403) reads as not paused, warned once per Acquire.
 func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
 	if r == nil {
 		return "", nil
 	}
 	<-r.done
-	if se := asStorageError(r.err); se != nil && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
+	if denied(r.err) {
 		if !a.pauseRefused {
 			a.pauseRefused = true
-			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", se)
+			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", r.err)
 		}
 		return "", nil
 	}
 	return r.v, r.err
 }
 
-// pauseReason reads the marker with ctx's deadline only (m is the
-// marker): pauseText if paused now by the read's Date, "" if not.
+// pauseReason reads the marker m: pauseText if paused at the read's Date.
 func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 	props, err := m.getProperties(ctx)
-	if err != nil {
+	if err != nil || !props.Exists {
 		return "", err
-	}
-	if !props.Exists {
-		return "", nil
 	}
 	if p := pauseOf(props.Metadata); p.Active(props.Date) {
 		return pauseText(p), nil
@@ -196,46 +168,28 @@ func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// checkPause is a follower's check right before its acquire: one read of
-// the marker. paused reports whether to hold off; err is a failure to give
-// up with (after a.failed's backoff, a nil err and paused false with
-// retry true: poll again).
-func (a *attempt) checkPause(ctx context.Context) (paused, retry bool, err error) {
+// checkPause is a follower's read of the marker right before its acquire
+// (free: the poll's read). Not ok: hold off, with an error to give up with,
+// or nil to poll again (after a failure's backoff, or a poll interval).
+func (a *attempt) checkPause(ctx context.Context, free *Properties) (ok bool, err error) {
 	r := a.startPauseRead(ctx)
-	defer r.abandon()
 	a.reqStart = time.Now()
 	reason, err := a.pauseAnswer(r)
+	r.abandon()
 	if err != nil {
-		if err := a.failed(ctx, err); err != nil {
-			return false, false, err
-		}
-		return false, true, nil
+		return false, a.failed(ctx, err)
 	}
 	a.succeeded()
-	return a.paused(reason), false, nil
+	if a.paused(reason) {
+		return false, a.giveUpOrWait(ctx, free)
+	}
+	return true, nil
 }
 
-// paused records the pause read's answer and, waiting, tells OnHold when a
-// pause is first seen or its text changes. It reports whether the lease is
-// paused.
+// paused records the marker read's answer (heldBack): paused?
 func (a *attempt) paused(reason string) bool {
 	if reason == "" && a.pauseReason != "" {
 		a.e.log.Debug("the pause is over")
 	}
 	return a.heldBack(&a.pauseReason, reason)
-}
-
-// pausedAfterAcquire is the optimistic acquire's check, once it has
-// succeeded: the marker read sent with it must say "not paused" before the
-// term is claimed. errPausedNow when paused; a failed read is that
-// failure (the caller releases the lease either way).
-func (a *attempt) pausedAfterAcquire(r *inflight[string]) error {
-	reason, err := a.pauseAnswer(r)
-	if err != nil {
-		return err
-	}
-	if a.paused(reason) {
-		return errPausedNow
-	}
-	return nil
 }

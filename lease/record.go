@@ -1,22 +1,19 @@
-// record.go: what leaderrun records in a lease blob's metadata, in one
-// place: every key, the read of them all (Properties), the claim's write,
-// a run's start and end, and the merge that keeps foreign keys. The run
-// history and the size limit are record_history.go.
+// record.go: what leaderrun records in a lease blob's metadata: every key,
+// their read, a run's start and end (which keep foreign keys). The claim's
+// write: claim.go; the history and size limit: record_history.go.
 
 package lease
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // The blob's metadata keys, written only while holding the lease
-// (docs/design.md describes each). Azure metadata names are
-// case-insensitive; leaderrun reads them lowercased and writes every key,
-// foreign ones included, lowercased.
+// (docs/design.md describes each). Azure metadata names are case-insensitive:
+// leaderrun reads and writes every key, foreign ones too, lowercased.
 const (
 	// The claim's, at every acquire.
 	mdHolder        = "holder"
@@ -24,16 +21,10 @@ const (
 	mdLeaseDuration = "leaseduration"
 	mdAcquiredAt    = "acquiredat"
 	mdVersion       = "leaderrunversion"
-	// mdClaim is a random nonce per Acquire call: a claim that landed but
-	// whose answer was lost reads back as ours.
-	mdClaim = "claim"
-	// mdSlots is the slot count, on every slot blob of a lease with more
-	// than one slot (none with one).
-	mdSlots = "slots"
-	// A scheduled lease's: the schedule as given, and the occurrence last
-	// started (RFC 3339, UTC).
-	mdSchedule   = "schedule"
-	mdOccurrence = "occurrence"
+	mdClaim         = "claim"      // a nonce per Acquire call: a claim that landed, its answer lost, reads back as ours
+	mdSlots         = "slots"      // the slot count, on every slot blob of a lease of several
+	mdSchedule      = "schedule"   // a scheduled lease's schedule, as given
+	mdOccurrence    = "occurrence" // and its occurrence last started (RFC 3339, UTC)
 
 	// The last run: its start is written with the claim, its end after.
 	mdLastRunStart  = "lastrunstart"
@@ -49,55 +40,16 @@ const (
 	mdHistoryPrefix     = "history"           // history0 (newest) … history19
 )
 
-// claimRecord is what a claim writes, besides the run it starts.
-type claimRecord struct {
-	Holder     string
-	Term       int64
-	Duration   time.Duration
-	AcquiredAt time.Time
-	Version    string
-	Nonce      string
-	Slots      int
-	Schedule   Schedule  // nil: not scheduled
-	Occurrence time.Time // the occurrence due; zero: none
-}
-
-// claimMetadata returns md (as read before the claim) with the claim and
-// the start of its run at start recorded: the previous run moves to the
-// history first (startRun), then the claim's keys are set.
-func claimMetadata(md map[string]string, c claimRecord, start time.Time) map[string]string {
-	out := startRun(md, Run{Holder: c.Holder, Term: c.Term, Start: start})
-	out[mdHolder] = c.Holder
-	out[mdTerm] = strconv.FormatInt(c.Term, 10)
-	out[mdLeaseDuration] = strconv.Itoa(int(c.Duration / time.Second))
-	out[mdAcquiredAt] = formatTime(c.AcquiredAt)
-	out[mdVersion] = c.Version
-	out[mdClaim] = c.Nonce
-	if c.Schedule != nil && !c.Occurrence.IsZero() {
-		out[mdSchedule], out[mdOccurrence] = c.Schedule.String(), formatTime(c.Occurrence)
-	}
-	if c.Slots > 1 {
-		out[mdSlots] = strconv.Itoa(c.Slots)
-	}
-	return out
-}
-
-// newProperties parses what Get Blob Properties returned. Malformed values
-// read as absent: status must show what it can.
+// newProperties parses a read's metadata; malformed values read as absent (status shows what it can).
 func newProperties(state State, raw map[string]string, date time.Time) *Properties {
-	md := make(map[string]string, len(raw))
-	for k, v := range raw {
-		md[strings.ToLower(k)] = v
-	}
-	p := &Properties{Exists: true, State: state, Metadata: md, Date: date}
-	p.Holder = md[mdHolder]
+	md := lowered(raw)
+	p := &Properties{Exists: true, State: state, Metadata: md, Date: date, Holder: md[mdHolder],
+		AcquiredAt: parseTime(md[mdAcquiredAt]), Directory: isDirectory(md),
+		Schedule: md[mdSchedule], Occurrence: parseTime(md[mdOccurrence])}
 	p.Term, _ = parseTerm(md[mdTerm])
 	if s, err := strconv.Atoi(md[mdLeaseDuration]); err == nil && s > 0 {
 		p.LeaseDuration = time.Duration(s) * time.Second
 	}
-	p.AcquiredAt = parseTime(md[mdAcquiredAt])
-	p.Directory = isDirectory(md)
-	p.Schedule, p.Occurrence = md[mdSchedule], parseTime(md[mdOccurrence])
 	if r, ok := lastRun(md); ok {
 		p.LastRun = &r
 	}
@@ -105,8 +57,7 @@ func newProperties(state State, raw map[string]string, date time.Time) *Properti
 }
 
 // parseTerm reads the stored fencing token: "" is 0; anything but a
-// non-negative decimal integer is an error, because a guessed term could go
-// backwards.
+// non-negative decimal is an error: a guessed term could go backwards.
 func parseTerm(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
@@ -128,9 +79,8 @@ func parseTime(s string) time.Time {
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// withinWindow reports whether p records a run that started less than
-// window ago by the service's clock (p.Date). Without a Date or a recorded
-// start it cannot tell, and says no.
+// withinWindow reports whether p records a run started less than window
+// ago by the service's clock (p.Date); without a Date or a start, no.
 func withinWindow(p *Properties, window time.Duration) bool {
 	if window <= 0 || p == nil || p.LastRun == nil || p.Date.IsZero() {
 		return false
@@ -142,44 +92,37 @@ func skipError(p *Properties, window time.Duration) *SkipError {
 	return &SkipError{Holder: p.LastRun.Holder, Start: p.LastRun.Start, Window: window}
 }
 
-// mergeMetadata returns old with the keys of add set, all lowercased.
-func mergeMetadata(old, add map[string]string) map[string]string {
-	md := make(map[string]string, len(old)+len(add))
-	for k, v := range old {
-		md[strings.ToLower(k)] = v
+// lowered is a copy of md, keys lowercased.
+func lowered(md map[string]string) map[string]string {
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		out[strings.ToLower(k)] = v
 	}
-	maps.Copy(md, add)
-	return md
+	return out
 }
 
-// Run is one run of COMMAND under a lease, in service times (one-second
-// resolution).
+// Run is one run of COMMAND under a lease, in service times (to the second).
 type Run struct {
 	Holder   string    // who ran it; from a history entry at most 96 characters, a longer one cut ending in "..."
 	Term     int64     // the term it ran under; 0 if unknown
 	Start    time.Time // when it started; never zero in a Run read back
 	End      time.Time // when it ended; zero while running or when not recorded
 	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
-	// Running: the run has no recorded end and its holder still holds the
-	// lease. A run with no recorded end that is not Running was cut short:
-	// see EndUnknown.
-	Running bool
+	Running  bool      // no end recorded, and its holder still holds the lease (else: EndUnknown)
 }
 
-// EndUnknown reports whether the run's end was never recorded although it
-// is over: its holder lost the lease or died first. It counts as failed.
-// (Not to be confused with Lease.Lost, the keeper's channel.)
+// EndUnknown reports whether the run is over with its end never recorded:
+// its holder lost the lease or died first. It counts as failed. (Not
+// Lease.Lost, the keeper's channel.)
 func (r Run) EndUnknown() bool { return !r.Running && r.End.IsZero() && r.ExitCode == nil }
 
 // Succeeded reports whether the run ended with status 0.
 func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 
-// Failed reports whether the run ended with a non-zero status or its end
-// is unknown.
+// Failed reports whether the run ended with status ≠ 0 or its end is unknown.
 func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
-// runKeys are the keys a run's start changes (startRun): the lastrun* keys
-// and the history.
+// runKeys are the keys startRun changes: lastrun* and the history.
 func runKeys() []string {
 	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
 	for i := range HistoryLen {
@@ -188,32 +131,17 @@ func runKeys() []string {
 	return keys
 }
 
-// pickKeys returns the keys of md that are among keys.
-func pickKeys(md map[string]string, keys []string) map[string]string {
-	out := map[string]string{}
-	for _, k := range keys {
-		if v, ok := md[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
 
-// lastRun is the run the lastrun* keys describe, or ok false when
-// lastrunstart is absent or malformed. Its term is lastrunterm, or, in
-// metadata written before that key, term (which the claim wrote with
-// lastrunstart).
+// lastRun is the run of the lastrun* keys; ok false if lastrunstart is
+// absent or malformed. Its term is lastrunterm or, written before that key,
+// term (which the claim wrote with lastrunstart).
 func lastRun(md map[string]string) (r Run, ok bool) {
 	start := parseTime(md[mdLastRunStart])
 	if start.IsZero() {
 		return Run{}, false
 	}
-	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC()}
-	if end := parseTime(md[mdLastRunEnd]); !end.IsZero() {
-		r.End = end.UTC()
-	}
+	r = Run{Holder: md[mdLastRunHolder], Start: start.UTC(), End: parseTime(md[mdLastRunEnd]).UTC()}
 	termKey := mdLastRunTerm
 	if _, has := md[mdLastRunTerm]; !has {
 		termKey = mdTerm
@@ -225,55 +153,34 @@ func lastRun(md map[string]string) (r Run, ok bool) {
 	return r, true
 }
 
-// startRun returns md (keys lowercased) with r recorded as the run starting
-// now: the previous run of the lastrun* keys is pushed to the history first
-// (with its end and exit unknown if it never recorded them; a run already
-// there is not pushed again), then lastrunstart, lastrunholder and
-// lastrunterm are set from r and lastrunend and lastexit cleared. With a zero
-// r.Start, lastrunstart is removed: the previous run's start must not be
-// taken for this one's. Call it on the metadata as read, before the claim
-// writes its own term over the previous run's.
+// startRun returns md (keys lowercased) with r as the run starting now: the
+// lastrun* keys' run goes to the history first (end and exit unknown if not
+// recorded; not twice), then the lastrun* keys describe r, with no end or
+// exit (a zero r.Start removes lastrunstart: the previous run's is not
+// this one's). Call it on the metadata as read, before the claim's term.
 func startRun(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if prev, ok := lastRun(out); ok {
 		out = pushRun(out, prev)
 	}
-	if r.Start.IsZero() {
-		delete(out, mdLastRunStart)
-	} else {
-		out[mdLastRunStart] = formatTime(r.Start)
-	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	delete(out, mdLastRunEnd)
-	delete(out, mdLastExit)
+	setTime(out, mdLastRunStart, r.Start)
+	setLastRun(out, Run{Holder: r.Holder, Term: r.Term})
 	return out
 }
 
-// recordRunEnd returns md (keys lowercased) with the end of run r recorded:
-// the lastrun* keys and lastexit describe r, r is pushed to the history,
-// and, when r ended with status 0 at a known time, the lastsuccess* keys
-// name it. The lastsuccess* keys outlive the history: they are what
-// `leaderrun check` needs when the last success has rolled out of it. An
-// exit code outside 0–255 is no exit status and is recorded as unknown.
+// recordRunEnd returns md (keys lowercased) with run r's end: the lastrun*
+// keys describe r, r goes to the history and, if it ended with status 0 at a
+// known time, the lastsuccess* keys name it (they outlive the history, for
+// `leaderrun check`). An exit code outside 0–255 is recorded as unknown.
 func recordRunEnd(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if !r.Start.IsZero() {
 		out[mdLastRunStart] = formatTime(r.Start)
 	}
-	out[mdLastRunHolder] = r.Holder
-	out[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
-	if r.End.IsZero() {
-		delete(out, mdLastRunEnd)
-	} else {
-		out[mdLastRunEnd] = formatTime(r.End)
-	}
-	if validExit(r.ExitCode) {
-		out[mdLastExit] = strconv.Itoa(*r.ExitCode)
-	} else {
-		delete(out, mdLastExit)
+	if !validExit(r.ExitCode) {
 		r.ExitCode = nil
 	}
+	setLastRun(out, r)
 	if r.Succeeded() && !r.End.IsZero() {
 		out[mdLastSuccessEnd] = formatTime(r.End)
 		out[mdLastSuccessHolder] = r.Holder
@@ -282,10 +189,30 @@ func recordRunEnd(md map[string]string, r Run) map[string]string {
 	return pushRun(out, r)
 }
 
-// recordedSlots reads the slot count a slot blob's metadata records: its
-// slots key; without it, 1 if the blob was ever claimed (it has a term: a
-// holder with one slot writes no slots key), else 0 (not known: a blob
-// created but never claimed). A malformed value reads as unknown.
+// setLastRun sets lastrunholder, lastrunterm, lastrunend and lastexit from
+// r, removing an end or exit r does not know.
+func setLastRun(md map[string]string, r Run) {
+	md[mdLastRunHolder] = r.Holder
+	md[mdLastRunTerm] = strconv.FormatInt(r.Term, 10)
+	setTime(md, mdLastRunEnd, r.End)
+	if validExit(r.ExitCode) {
+		md[mdLastExit] = strconv.Itoa(*r.ExitCode)
+	} else {
+		delete(md, mdLastExit)
+	}
+}
+
+func setTime(md map[string]string, key string, t time.Time) {
+	if t.IsZero() {
+		delete(md, key)
+	} else {
+		md[key] = formatTime(t)
+	}
+}
+
+// recordedSlots is the slot count a slot blob's metadata records: its slots
+// key; without it 1 if the blob was ever claimed (a term: one slot writes no
+// slots key), else 0 (unknown: never claimed). Malformed reads as unknown.
 func recordedSlots(md map[string]string) int {
 	if v, ok := md[mdSlots]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= MaxSlots {
@@ -299,8 +226,7 @@ func recordedSlots(md map[string]string) int {
 	return 0
 }
 
-// slotsMismatch returns the count md records when it is not n; 0 if it
-// agrees or is not known.
+// slotsMismatch is the count md records if not n; 0 if it agrees or is unknown.
 func slotsMismatch(md map[string]string, n int) int {
 	if r := recordedSlots(md); r != 0 && r != n {
 		return r

@@ -1,33 +1,29 @@
-// The run history a lease blob keeps in its own metadata, and the last run
-// that succeeded.
-//
-// History costs no request of its own: it is rewritten in the metadata
-// writes a run already makes, the claim's at acquire ([startRun]) and the
-// end-of-run write ([recordRunEnd]). Each run is one key, newest first:
+// The run history a lease blob keeps in its metadata, and the last success.
+// History costs no request of its own: it is rewritten in the writes a run
+// already makes ([startRun], [recordRunEnd]). Each run is one key, newest
+// first:
 //
 //	history0 = "TERM,START,END,EXIT,HOLDER"   e.g. "43,1795000000,1795000192,1,vm-2"
 //
 // START and END are Unix seconds of the service's clock; END and EXIT are
-// empty when unknown (a run whose holder lost the lease, or died, before it
-// could record its end: the next claim finds lastrunstart without lastrunend
-// and archives that run so). HOLDER comes last so that it needs no escaping.
+// empty when unknown (the holder lost the lease or died before recording its
+// end: the next claim finds lastrunstart without lastrunend and archives the
+// run so). HOLDER comes last so that it needs no escaping.
 //
 // # Size
 //
-// Azure allows 8 KB (8192 bytes) of metadata per blob, names and values
-// together. The largest values leaderrun writes: holders 256 characters
-// (holder, lastrunholder, lastsuccessholder: 262 + 269 + 273 bytes with their
-// names), terms 19 digits (term, lastrunterm, lastsuccessterm: 23 + 30 + 34),
-// times 20 (acquiredat, lastrunstart, lastrunend, lastsuccessend: 30 + 32 +
-// 30 + 34), leaseduration 15, lastexit 11, leaderrunversion 80 (64
-// characters), slots 7: 1130 bytes. A history entry is at most 151 bytes
-// (name 9, term 19, two times of 10, exit 3, holder 96, four commas), so the
-// HistoryLen = 20 entries take at most 3010 and everything at most 4140
-// bytes, leaving 4052 for keys that others add. 26 entries would still fit
-// within a 3 KB reserve; 20 is what leaderrun keeps. Holders longer than 96
-// characters are cut in history entries (the first 93 and "..."); the
-// lastrun and lastsuccess keys keep them whole. Should foreign keys crowd the
-// metadata anyway, [pushRun] drops the oldest entries until it fits.
+// Azure allows 8192 bytes of metadata per blob, names and values together.
+// leaderrun's own keys, names included, take at most 1130: holders of 256
+// characters (holder 262, lastrunholder 269, lastsuccessholder 273), terms of
+// 19 digits (23, 30, 34), times of 20 (acquiredat 30, lastrunstart 32,
+// lastrunend 30, lastsuccessend 34), leaseduration 15, lastexit 11,
+// leaderrunversion 80 (64 characters), slots 7. A history entry takes at most
+// 151 (name 9, term 19, two times of 10, exit 3, holder 96, four commas):
+// HistoryLen = 20 entries 3010, everything 4140, leaving 4052 for others'
+// keys (26 entries would leave a 3 KB reserve). Holders over 96 characters
+// are cut in history entries (the first 93 and "..."), whole in the lastrun
+// and lastsuccess keys. Should foreign keys crowd the metadata anyway,
+// [pushRun] drops the oldest entries until it fits.
 
 package lease
 
@@ -40,18 +36,13 @@ import (
 )
 
 const (
-	// HistoryLen is how many runs a blob's history keeps.
-	HistoryLen = 20
-	// MaxMetadataSize is Azure's limit on a blob's metadata, names and
-	// values together.
-	MaxMetadataSize = 8 << 10
-	// historyHolderMax is the longest holder a history entry keeps.
-	historyHolderMax = 96
+	HistoryLen       = 20      // how many runs a blob's history keeps
+	MaxMetadataSize  = 8 << 10 // Azure's limit on a blob's metadata, names and values together
+	historyHolderMax = 96      // the longest holder a history entry keeps
 	cutMark          = "..."
 )
 
-// same reports whether a and b are the same run, as far as a history entry
-// can tell (its holder may be cut).
+// same: r and o are the same run, as far as a history entry tells (holder cut).
 func (r Run) same(o Run) bool {
 	return r.Term == o.Term && r.Start.Equal(o.Start) && historyHolder(r.Holder) == historyHolder(o.Holder)
 }
@@ -121,8 +112,7 @@ func ring(md map[string]string) []Run {
 	return runs
 }
 
-// writeRing replaces md's history entries with runs (newest first, at most
-// HistoryLen).
+// writeRing replaces md's history with runs (newest first), HistoryLen at most.
 func writeRing(md map[string]string, runs []Run) {
 	for i := range HistoryLen {
 		delete(md, historyKey(i))
@@ -141,14 +131,12 @@ func metadataSize(md map[string]string) int {
 	return n
 }
 
-// pushRun returns md (keys lowercased) with r as the newest history entry;
-// md is not changed. Pushing a run the history already has (same term,
-// start and holder) replaces its entry only if r knows more (an end or an
-// exit status), and otherwise changes nothing. The oldest entries are
-// dropped beyond HistoryLen, and while the metadata would exceed
-// MaxMetadataSize. A run without a start is not recorded.
+// pushRun returns a copy of md (keys lowercased) with r, if it has a start,
+// as the newest history entry; one there already (same term, start, holder)
+// is replaced only if r knows more (an end or exit). The oldest entries are
+// dropped beyond HistoryLen and while over MaxMetadataSize.
 func pushRun(md map[string]string, r Run) map[string]string {
-	out := mergeMetadata(md, nil)
+	out := lowered(md)
 	if r.Start.IsZero() {
 		return out
 	}
@@ -169,11 +157,10 @@ func pushRun(md map[string]string, r Run) map[string]string {
 	return out
 }
 
-// ReadHistory returns the runs md records, newest first: the run of the
-// lastrun* keys (Running if it has no end and held says the lease is held
-// now: leased or breaking), then the history entries. Malformed entries read
-// as absent, so that status shows what it can. md's keys must be lowercase
-// (as in Properties.Metadata).
+// ReadHistory returns the runs md records, newest first: the lastrun* keys'
+// run (Running if it has no end and held says the lease is held now), then
+// the history entries. Malformed entries read as absent, so that status
+// shows what it can. md's keys must be lowercase (as in Properties.Metadata).
 func ReadHistory(md map[string]string, held bool) []Run {
 	runs := ring(md)
 	last, ok := lastRun(md)
@@ -184,10 +171,10 @@ func ReadHistory(md map[string]string, held bool) []Run {
 	return append([]Run{last}, runs...)
 }
 
-// LastSuccess returns the last run md records as ended with status 0, or
-// nil if none is recorded: the lastsuccess* keys (Holder, Term and End;
-// Start is zero), or the newest successful run of the history if that ended
-// later (metadata written before those keys). md's keys must be lowercase.
+// LastSuccess returns the last run md records as ended with status 0 (nil:
+// none): the lastsuccess* keys (Holder, Term, End; no Start), or the
+// history's newest success if that ended later (metadata written before
+// those keys). md's keys must be lowercase.
 func LastSuccess(md map[string]string) *Run {
 	var best *Run
 	if end := parseTime(md[mdLastSuccessEnd]); !end.IsZero() {
@@ -203,8 +190,8 @@ func LastSuccess(md map[string]string) *Run {
 	return best
 }
 
-// MergeRuns merges the histories of a lease's slots into one, newest start
-// first (a stable order: ties keep the order of the arguments).
+// MergeRuns merges the histories of a lease's slots, newest start first
+// (stable: ties keep the arguments' order).
 func MergeRuns(histories ...[]Run) []Run {
 	var all []Run
 	for _, h := range histories {

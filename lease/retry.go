@@ -1,9 +1,7 @@
-// retry.go: how lease waits and retries, each written once: the backoff
-// between the tries of a failing request, the run of failures it counts,
-// the retry loop for one request (a metadata write, a release), and the one
-// wait that ends early when a channel closes. The acquire's poll loop
-// (acquire.go) and the keeper (keeper.go) schedule their own tries around
-// their deadlines, with the same backoff, failure run and wait.
+// retry.go: how lease waits and retries, each written once: the backoffs,
+// the run of failures, the retry loop for one request, and the wait that
+// ends when a channel closes. The acquire's poll loop and the keeper use
+// them around deadlines of their own.
 
 package lease
 
@@ -11,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"time"
 )
 
@@ -23,9 +22,14 @@ func asStorageError(err error) *StorageError {
 	return nil
 }
 
-// renamed names a failed request by what it was for: the storage edge
-// names it by what it is to the service ("put blob"), the operator knows
-// it as, say, "write pause marker". nil stays nil.
+// denied reports whether err is a 401 or 403 *StorageError.
+func denied(err error) bool {
+	se := asStorageError(err)
+	return se != nil && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized)
+}
+
+// renamed names a failed request by what it was for ("write pause marker"),
+// not what it is to the service ("put blob"). nil stays nil.
 func renamed(err error, op string) error {
 	if se := asStorageError(err); se != nil {
 		se.Op = op
@@ -35,22 +39,24 @@ func renamed(err error, op string) error {
 
 // backoff is 200 ms doubling to 2 s, ±20 % jitter; n counts from 1.
 func backoff(n int) time.Duration {
-	d := 200 * time.Millisecond
-	for i := 1; i < n && d < 2*time.Second; i++ {
-		d *= 2
-	}
-	return jitter(min(d, 2*time.Second), 0.2)
+	return jitter(doubled(200*time.Millisecond, 2*time.Second, n), 0.2)
 }
 
-// jitter spreads d by ±frac.
+// doubled is base doubled n−1 times, at most limit.
+func doubled(base, limit time.Duration, n int) time.Duration {
+	for i := 1; i < n && base < limit; i++ {
+		base *= 2
+	}
+	return min(base, limit)
+}
+
 func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
 // Full-jitter backoff for contenders: the nth retry waits a random time in
-// [0, cap), the cap doubling from fullJitterBase to fullJitterMax. A fleet
-// that is throttled together spreads out instead of retrying in step, and
-// still finishes well within a minute of budget.
+// [0, cap), cap doubling from fullJitterBase to fullJitterMax: a fleet
+// throttled together spreads out, well within a minute of budget.
 const (
 	fullJitterBase = 500 * time.Millisecond
 	fullJitterMax  = 8 * time.Second
@@ -58,28 +64,21 @@ const (
 
 // fullJitter is the wait before a contender's nth retry (n counts from 1).
 func fullJitter(n int) time.Duration {
-	c := fullJitterBase
-	for i := 1; i < n && c < fullJitterMax; i++ {
-		c *= 2
-	}
-	return rand.N(min(c, fullJitterMax))
+	return rand.N(doubled(fullJitterBase, fullJitterMax, n))
 }
 
-// failureRun counts consecutive failed tries; a success ends the run
-// (reset). Its callers' loops are shaped by deadlines of their own.
+// failureRun counts consecutive failed tries; a success ends the run (reset).
 type failureRun struct {
 	n     int       // failures in the run
 	since time.Time // when the run's first failed request was sent
 }
 
-// add counts a try, sent at sent, that failed, and returns how long to wait
-// before the next: backoff(n).
+// add counts a failed try sent at sent, and returns backoff(n).
 func (f *failureRun) add(sent time.Time) time.Duration {
 	f.count(sent)
 	return backoff(f.n)
 }
 
-// count counts a try, sent at sent, that failed.
 func (f *failureRun) count(sent time.Time) {
 	if f.n == 0 {
 		f.since = sent
@@ -89,10 +88,9 @@ func (f *failureRun) count(sent time.Time) {
 
 func (f *failureRun) reset() { *f = failureRun{} }
 
-// retryTransient calls try until it returns anything but a transient
-// *StorageError, or until ctx ends, waiting backoff(n) after the nth
-// failure, and returns try's last error. try bounds its request by ctx; ctx
-// bounds the whole, retries included.
+// retryTransient calls try, which bounds its request by ctx, until it
+// returns anything but a transient *StorageError or ctx ends, waiting
+// backoff(n) after the nth failure; it returns try's last error.
 func retryTransient(ctx context.Context, try func() error) error {
 	var run failureRun
 	for {

@@ -1,23 +1,16 @@
-// slots.go: a lease of N > 1 slots (Config.Slots). Slot I is its own lease
-// blob (names.go: NAME, NAME~slot-1, …) with the whole safety rule, its own
-// term and its own run record; this file is how a contender gets one, in
-// the poll loop of acquire.go: one listing of the prefix NAME per poll (every slot's lease state and
-// metadata, and the pause marker, in one request), the free slots tried in
-// random order, and no write while every slot is held. This host's done
-// marker lives apart (names.go): it is read before the first listing and
-// again once a slot is held.
-//
-// The first step is a listing, not an optimistic acquire of a random slot:
-// the listing carries what must be checked before any write (another slot
-// count recorded, the once-per window of each slot), and its ETag lets the
-// claim skip its read. A free slot costs three
-// requests in three round trips (list, acquire, claim); a held one the
-// listing alone.
-//
-// --once-per applies per slot: a slot whose last run started within the
-// window is not taken, and a contender skips when every slot has had a run
-// start within the window, so `--slots 2 --once-per 4m` lets up to two runs
-// start per window.
+// slots.go: a lease of N > 1 slots (Config.Slots), each its own lease blob
+// (NAME, NAME~slot-1, …: names.go) with the whole safety rule, its own term
+// and run record. A contender polls with one listing of the prefix NAME
+// (every slot's state and metadata, the pause marker), tries the free slots
+// in random order, and writes nothing while all are held. The first step is
+// a listing, not an optimistic acquire: it carries what must be checked
+// before any write (another slot count, each slot's once-per window), and
+// its ETag lets the claim skip its read: a free slot costs three round trips
+// (list, acquire, claim), a held one the listing. This host's done marker
+// lives apart (names.go), read before the first listing and once a slot is
+// held. --once-per applies per slot; a contender skips when every slot had a
+// run start within it: `--slots 2 --once-per 4m` lets up to two start per
+// window.
 
 package lease
 
@@ -29,8 +22,7 @@ import (
 	"time"
 )
 
-// recordedOther is a slot count that a slot blob records and that is not
-// n; 0 if none. Every slot blob counts, those beyond n too.
+// recordedOther is a slot count not n that any slot blob records; 0: none.
 func (v *View) recordedOther(n int) int {
 	for _, s := range v.Slots {
 		if r := slotsMismatch(s.Props.Metadata, n); r != 0 {
@@ -40,23 +32,10 @@ func (v *View) recordedOther(n int) int {
 	return 0
 }
 
-// done reports whether host has a done marker in the listing (one of an
-// earlier release, NAME~done/HOST: names.go).
-func (v *View) done(host string) bool { return slices.Contains(v.DoneHosts, host) }
-
-// pauseText is the pause in force at the listing's Date; "" if none.
-func (v *View) pauseText() string {
-	if p := v.Paused(); p != nil {
-		return pauseText(p)
-	}
-	return ""
-}
-
-// freeSlots returns the slots of n an acquire may be sent to, in random
-// order: neither leased nor breaking, and with no run started within
-// oncePer (0: off) but by our own claim (own), whose answer was lost: that
-// run is ours to adopt (claim.go). When every slot, held or not, had
-// another's run start within the window, it returns the skip instead.
+// freeSlots returns the slots of n to try, in random order: not held, with
+// no run started within oncePer (0: off) but by our own claim (own), whose
+// answer was lost: ours to adopt. If every slot, held or not, had another's
+// run start within the window, it returns the skip instead.
 func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) bool) (free []int, skip *SkipError) {
 	spent := 0
 	for i := range n {
@@ -79,8 +58,7 @@ func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) boo
 	return free, skip
 }
 
-// holder is a held slot's read (the lowest held slot), for OnWait and
-// *HeldError; nil if none is held.
+// holder is the lowest held slot's read (OnWait, *HeldError); nil if none.
 func (v *View) holder() *Properties {
 	for _, s := range v.Slots {
 		if s.Props.State.Held() {
@@ -90,8 +68,7 @@ func (v *View) holder() *Properties {
 	return nil
 }
 
-// heldByHost reports whether a slot other than mine is held, by what its
-// metadata says, by host.
+// heldByHost reports whether a slot but mine is held by host (its metadata).
 func (v *View) heldByHost(host string, mine int) bool {
 	for _, s := range v.Slots {
 		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
@@ -101,22 +78,28 @@ func (v *View) heldByHost(host string, mine int) bool {
 	return false
 }
 
-// readSlots is the read step of a lease of several slots: one listing,
-// and what it says before any write (another slot count recorded, this
-// host done, every slot's once-per window spent). Free slots go to
-// acquireSlot, unless another slot is held by this host (--once-per-host:
-// wait for its run, which may write the done marker, rather than claim a
-// slot only to give it back), Hold or a pause.
+// readSlots is the read step of several slots: one listing, and what it
+// says before any write (another slot count, this host done, every once-per
+// window spent). Free slots go to acquireSlot unless Hold, a pause, or a
+// slot held by this host keep them off (--once-per-host: wait for its run,
+// which may write the done marker, rather than claim a slot to give back).
 func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	name, n := a.b.name, a.e.cfg.Slots
-	v, err := a.listSlots(ctx)
-	if err != nil || v == nil {
-		return poll{}, stepRead, err // nil, nil: failed; the backoff is over
+	v, err := a.list(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return poll{}, stepRead, ctx.Err()
+	case err != nil && a.expired():
+		return poll{}, stepRead, a.heldError(a.seen)
+	case err != nil:
+		return poll{}, stepRead, a.failed(ctx, err) // nil: the backoff is over
 	}
+	a.succeeded()
 	if r := v.recordedOther(n); r != 0 {
 		return poll{}, stepRead, slotsErr(name, n, r)
 	}
-	if a.w.OncePerHost != "" && v.done(a.w.OncePerHost) {
+	// A done marker of an earlier release (NAME~done/HOST: names.go).
+	if a.w.OncePerHost != "" && slices.Contains(v.DoneHosts, a.w.OncePerHost) {
 		return poll{}, stepRead, a.doneSkip()
 	}
 	free, skip := v.freeSlots(n, a.w.OncePer, a.ownClaim)
@@ -124,93 +107,66 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 		return poll{}, stepRead, skip
 	}
 	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
-	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(v.pauseText()) {
+	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(pauseText(v.Paused())) {
 		return poll{view: v, slots: free}, stepFree, nil
 	}
 	return poll{}, stepRead, a.heldWait(ctx, v.holder())
 }
 
-// acquireSlot is the acquire step of a lease of several slots: the free
-// slots of the listing in turn, then, if none was claimed, a poll interval.
-func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
-	l, err := a.trySlots(ctx, last.view, last.slots)
-	if l != nil || err != nil {
-		return l, stepRead, err
-	}
-	return nil, stepRead, a.heldWait(ctx, last.view.holder())
-}
-
-// listSlots is one listing of the lease's blobs. nil, nil: it failed and
-// the backoff is over.
-func (a *attempt) listSlots(ctx context.Context) (*View, error) {
+func (a *attempt) list(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
 	listed, date, err := a.b.c.List(rctx, a.b.name)
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if a.expired() {
-			return nil, a.heldError(a.seen)
-		}
-		return nil, a.failed(ctx, err)
+		return nil, err
 	}
-	a.succeeded()
 	return viewOf(a.b.name, listed, date, nil), nil
 }
 
-// trySlots sends an acquire to each free slot in turn until one is
-// claimed; a slot taken since the listing (409) sends it to the next. nil,
-// nil: none was acquired (list again, after a poll interval, or after the
-// backoff of a failure).
-func (a *attempt) trySlots(ctx context.Context, v *View, free []int) (*Lease, error) {
-	for _, i := range free {
-		s, err := a.slotAttempt(i)
-		if err != nil {
-			return nil, err
+// acquireSlot is the acquire step of several slots: the free slots in turn
+// until one is claimed (one taken since the listing, 409, sends it to the
+// next); if none is, a poll interval (after a failure, after its backoff).
+func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
+	for _, i := range last.slots {
+		b := a.b
+		if i > 0 {
+			var err error
+			if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
+				return nil, stepRead, err
+			}
 		}
+		// An attempt on slot i's blob, with this one's lease ID and deadline.
+		s := &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}
 		// The pause was read with the listing, a round trip ago.
-		l, err := s.try(ctx, answered(v.Slot(i).Props))
+		l, err := s.try(ctx, answered(last.view.Slot(i).Props))
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.b.name, i
 			err = a.doneAfter(ctx, l) // once.go
 			if err == nil {
-				return l, nil
+				return l, stepRead, nil
 			}
 		} else {
 			s.cleanup(ctx)
 		}
 		switch {
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, stepRead, ctx.Err()
 		case errors.Is(err, errHeldNow):
 			continue // taken since the listing: the next free slot
 		case errors.Is(err, ErrSkipped):
 			var skip *SkipError
 			if errors.As(err, &skip) && skip.Reason == SkipOncePerHost {
-				return nil, err
+				return nil, stepRead, err
 			}
 			continue // this slot ran within the once-per window
+		case asStorageError(err) == nil:
+			return nil, stepRead, err // another slot count recorded
 		}
-		se := asStorageError(err)
-		if se == nil {
-			return nil, err // another slot count recorded
+		if err := a.failed(ctx, err); err != nil {
+			return nil, stepRead, err
 		}
-		return nil, a.failed(ctx, se)
+		break
 	}
-	return nil, nil
-}
-
-// slotAttempt is an attempt on slot i's blob, sharing this one's lease ID
-// and deadline.
-func (a *attempt) slotAttempt(i int) (*attempt, error) {
-	b := a.b
-	if i > 0 {
-		var err error
-		if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
-			return nil, err
-		}
-	}
-	return &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}, nil
+	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }

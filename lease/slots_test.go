@@ -56,7 +56,7 @@ func TestViewListing(t *testing.T) {
 	if got := []State{v.Slot(0).Props.State, v.Slot(1).Props.State, v.Slot(2).Props.State}; !slices.Equal(got, []State{StateLeased, StateAbsent, StateAvailable}) {
 		t.Errorf("states = %v", got)
 	}
-	if !v.done("vm-7") || len(v.DoneHosts) != 1 {
+	if !slices.Contains(v.DoneHosts, "vm-7") || len(v.DoneHosts) != 1 {
 		t.Errorf("done = %v, want vm-7", v.DoneHosts)
 	}
 	if h := v.holder(); h == nil || h.Holder != "vm-1" {

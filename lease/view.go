@@ -1,15 +1,12 @@
 package lease
 
-// View: one lease as one listing shows it (its slot blobs, its pause marker,
-// its done markers, and the runs they record). list, status, history,
-// check, break and the slot poll all read a lease through it; the commands
-// only render it.
+// View: one lease as one listing shows it (its slot blobs, pause marker,
+// done markers, and the runs they record). list, status, history, check,
+// break and the slot poll read a lease through it; the commands render it.
 
 import (
 	"cmp"
 	"context"
-	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -17,13 +14,10 @@ import (
 
 // View is one lease as a listing (or, failing that, one read) shows it.
 type View struct {
-	Name string
-	URL  string // the blob NAME's URL (slot 0), without any secret
-	// Slots are the slot blobs that exist, by slot; slot 0 may be missing.
-	Slots []Slot
-	// SlotCount is N: slot 0's recorded slot count, or one more than the
-	// highest slot seen (1 for a lease of one slot, or of none).
-	SlotCount int
+	Name      string
+	URL       string    // the blob NAME's URL (slot 0), without any secret
+	Slots     []Slot    // the slot blobs that exist, by slot; slot 0 may be missing
+	SlotCount int       // N: slot 0's recorded count, or one more than the highest slot seen (1 if none)
 	Pause     *Pause    // the pause marker; nil if none (it may have run out: see Paused)
 	DoneHosts []string  // hosts with a done marker, sorted
 	Date      time.Time // the service's Date of the listing or read
@@ -89,22 +83,20 @@ func (v *View) LastSuccess() *Run {
 	return best
 }
 
-// Group groups one listing's blobs by lease, sorted by lease name. Blobs
-// named NAME~something that leaderrun does not write are left out; a pause
-// or done marker lists its lease even when no slot blob exists. date is the
-// listing's Date; url gives a blob's URL without secrets (nil: none).
+// Group groups a listing's blobs by lease, sorted by name, without NAME~x
+// that leaderrun does not write; a pause or done marker lists its lease even
+// with no slot blob. date: the listing's; url: a blob's URL, no secrets
+// (nil: none).
 func Group(listed []Listed, date time.Time, url func(blob string) string) []View {
 	if url == nil {
 		url = func(string) string { return "" }
 	}
 	byName := map[string]*View{}
 	get := func(name string) *View {
-		if v := byName[name]; v != nil {
-			return v
+		if byName[name] == nil {
+			byName[name] = emptyView(name, date, url)
 		}
-		v := &View{Name: name, URL: url(name), Date: date}
-		byName[name] = v
-		return v
+		return byName[name]
 	}
 	for _, b := range listed {
 		n := ParseBlobName(b.Name)
@@ -123,7 +115,6 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	for _, v := range byName {
 		slices.SortFunc(v.Slots, func(a, b Slot) int { return cmp.Compare(a.Index, b.Index) })
 		slices.Sort(v.DoneHosts)
-		v.SlotCount = 1
 		if len(v.Slots) > 0 {
 			v.SlotCount = v.Slots[len(v.Slots)-1].Index + 1
 			if n := recordedSlots(v.Slots[0].Props.Metadata); v.Slots[0].Index == 0 && n > v.SlotCount {
@@ -136,14 +127,8 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	return out
 }
 
-// viewOf is lease name's view in a listing of its prefix (which may hold
-// other leases whose names begin with name).
-func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
-	for _, v := range Group(listed, date, url) {
-		if v.Name == name {
-			return &v
-		}
-	}
+// emptyView is lease name's view with nothing listed: one slot, absent.
+func emptyView(name string, date time.Time, url func(string) string) *View {
 	v := &View{Name: name, SlotCount: 1, Date: date}
 	if url != nil {
 		v.URL = url(name)
@@ -151,8 +136,17 @@ func viewOf(name string, listed []Listed, date time.Time, url func(string) strin
 	return v
 }
 
-// Views lists every lease of the container (ListLeases: without paging
-// through the helper blobs), each as a View.
+// viewOf is lease name's view in a listing of its prefix (other leases too).
+func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
+	for _, v := range Group(listed, date, url) {
+		if v.Name == name {
+			return &v
+		}
+	}
+	return emptyView(name, date, url)
+}
+
+// Views lists every lease of the container (ListLeases) as a View.
 func (c *Container) Views(ctx context.Context) ([]View, error) {
 	listed, date, err := c.ListLeases(ctx)
 	if err != nil {
@@ -161,14 +155,13 @@ func (c *Container) Views(ctx context.Context) ([]View, error) {
 	return Group(listed, date, c.BlobURL), nil
 }
 
-// View reads this lease: one listing of the prefix NAME (every slot and the
-// pause marker) and one of its done markers. Credentials that may read the
-// blob NAME but not list the container (a SAS for that blob alone) get the
-// one read of slot 0, without pause or done hosts.
+// View reads this lease: one listing of the prefix NAME (slots, pause
+// marker) and one of its done markers. Credentials that may read the blob
+// NAME but not list (a SAS for that blob alone) get one read of slot 0,
+// without pause or done hosts.
 func (b *Blob) View(ctx context.Context) (*View, error) {
 	listed, date, err := b.c.List(ctx, b.name)
-	var se *StorageError
-	if errors.As(err, &se) && (se.StatusCode == http.StatusForbidden || se.StatusCode == http.StatusUnauthorized) {
+	if denied(err) {
 		b.c.log.Info("may not list the lease's blobs; reading the lease blob alone", "error", err)
 		p, err := b.Properties(ctx)
 		if err != nil {
