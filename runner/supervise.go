@@ -16,11 +16,16 @@ import (
 )
 
 func (p *Process) supervise() {
-	res, reported := p.readStatus()
+	// The command's wait status, as the guard reports it.
+	var res Result
+	reported := false
+	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
+		res, reported = parseStatus(line)
+	}
 	// The guard leaves the group before it reports, so that the group holds
 	// only the command's leftovers. One that did not report has died, one
 	// still in the group could not leave: reap it now, or it counts as one.
-	if !reported || p.guardInGroup() {
+	if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
 		p.dismissGuard()
 	}
 	p.drain()
@@ -51,30 +56,15 @@ func (p *Process) supervise() {
 	p.lifeline.Close()
 }
 
-// readStatus reads the command's wait status from the guard; false when the
-// guard exited without reporting it.
-func (p *Process) readStatus() (Result, bool) {
-	line, err := bufio.NewReader(p.status).ReadString('\n')
-	if err != nil {
-		return Result{}, false
-	}
-	return parseStatus(line)
-}
-
-func (p *Process) guardInGroup() bool {
-	pg, err := unix.Getpgid(p.pgid)
-	return err != nil || pg == p.pgid
-}
-
 // dismissGuard kills the guard (by pid: an unreaped child's pid cannot have
-// been reused) and reaps it, once.
+// been reused) and reaps it, once. Only the supervising goroutine calls it,
+// or Discard before there is one.
 func (p *Process) dismissGuard() {
-	if p.guardWaited {
+	if p.guard.ProcessState != nil {
 		return
 	}
 	_ = p.guard.Process.Kill()
 	_ = p.guard.Wait()
-	p.guardWaited = true
 }
 
 // guardResult is the guard's own status, for when it died before reporting
@@ -91,7 +81,8 @@ func guardResult(st *os.ProcessState) Result {
 // once SIGKILL is sent. Leftovers of a command that exited by itself are
 // worth a warning; what is on its way out of a stop under way is not.
 func (p *Process) drain() {
-	if !p.group.alive() {
+	group := groupWatch{pgid: p.pgid}
+	if !group.alive() {
 		return
 	}
 	start := time.Now()
@@ -114,9 +105,9 @@ func (p *Process) drain() {
 	kill := func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.warnLocked(p.sendLocked(syscall.SIGKILL))
+		p.sendLocked(syscall.SIGKILL)
 	}
-	if !p.group.awaitEmpty(killedAt, kill) {
+	if !group.awaitEmpty(killedAt, kill) {
 		p.log.Warn("processes remain in the command's group after SIGKILL; giving up waiting for them",
 			"pgid", p.pgid, "waited", time.Since(killedAt()).Round(time.Millisecond))
 		return
