@@ -70,13 +70,17 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	// /proc/self/exe names leaderrun's own binary even if its file was
-	// replaced or removed since.
+	// The guard is leaderrun's own binary: /proc/self/exe names it even if
+	// its file was replaced or removed since.
 	self := "/proc/self/exe"
 	if runtime.GOOS != "linux" {
 		if self, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
 		}
+	}
+	name := "leaderrun" // the guard's argv[0], as leaderrun's (see RunGuard)
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name = os.Args[0]
 	}
 	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("runner")
 	stdin := cmp.Or(cfg.Stdin, os.Stdin)
@@ -97,7 +101,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	guard := &exec.Cmd{
 		Path:        self,
-		Args:        guardArgs(path, cfg.Argv),
+		Args:        append([]string{name, guardArg, guardProtocol, path, "--"}, cfg.Argv...),
 		Stdin:       stdin,
 		Stdout:      cmp.Or(cfg.Stdout, os.Stdout),
 		Stderr:      cmp.Or(cfg.Stderr, os.Stderr),

@@ -166,16 +166,6 @@ func Start(cfg Config) (*Process, error) {
 	return prep.Launch(cfg.Env)
 }
 
-// guardArgs is the guard's argv: leaderrun's own name, the hidden switch,
-// the protocol, the resolved path, "--", then the command's argv as given.
-func guardArgs(path string, argv []string) []string {
-	self := "leaderrun"
-	if len(os.Args) > 0 && os.Args[0] != "" {
-		self = os.Args[0]
-	}
-	return append([]string{self, guardArg, guardProtocol, path, "--"}, argv...)
-}
-
 // Pid returns the id of the command's process group, which is also the pid
 // of its leader, the guard.
 func (p *Process) Pid() int { return p.pgid }

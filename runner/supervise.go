@@ -7,7 +7,6 @@ package runner
 
 import (
 	"bufio"
-	"os"
 	"syscall"
 	"time"
 
@@ -31,7 +30,13 @@ func (p *Process) supervise() {
 	p.drain()
 	p.status.Close()
 	if !reported {
-		res = guardResult(p.guard.ProcessState)
+		// The guard died before reporting (SIGKILL sent to the group, say):
+		// its own status is the result.
+		st := p.guard.ProcessState
+		res = Result{ExitCode: st.ExitCode()}
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res = Result{ExitCode: -1, Signal: ws.Signal()}
+		}
 	}
 
 	p.mu.Lock()
@@ -65,15 +70,6 @@ func (p *Process) dismissGuard() {
 	}
 	_ = p.guard.Process.Kill()
 	_ = p.guard.Wait()
-}
-
-// guardResult is the guard's own status, for when it died before reporting
-// the command's (SIGKILL sent to the group, say).
-func guardResult(st *os.ProcessState) Result {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Result{ExitCode: -1, Signal: ws.Signal()}
-	}
-	return Result{ExitCode: st.ExitCode()}
 }
 
 // drain stops what the command left in its group (stop signal, SIGKILL after
