@@ -128,10 +128,9 @@ type Process struct {
 
 	mu         sync.Mutex
 	gone       bool      // the group is empty: send nothing more
-	stopping   bool      // a stop is under way (Stop, an outside stop request)
 	stopSent   bool      // Stop's stop signal has been sent
 	interrupts int       // outside SIGINTs handled
-	killAt     time.Time // when SIGKILL is due; zero when none is armed
+	killAt     time.Time // when SIGKILL is due; zero until a stop (Stop, an outside stop request)
 	killTimer  *time.Timer
 	killedAt   time.Time // when SIGKILL was first sent
 }

@@ -51,7 +51,6 @@ func (p *Process) HandleSignal(sig os.Signal) {
 			}
 		}
 		p.log.Debug("forwarding stop request", "signal", s, "pgid", p.pgid, "grace", p.grace)
-		p.stopping = true
 		p.sendLocked(s)
 		p.sendLocked(syscall.SIGCONT)
 		p.armKillLocked(p.grace)
@@ -80,7 +79,6 @@ func (p *Process) stopLocked(grace time.Duration) {
 		p.killLocked()
 		return
 	}
-	p.stopping = true
 	if !p.stopSent {
 		p.stopSent = true
 		p.log.Debug("stopping the command", "pgid", p.pgid, "signal", p.stopSig, "grace", grace)
@@ -125,7 +123,6 @@ func (p *Process) killLocked() {
 	if p.gone {
 		return
 	}
-	p.stopping = true
 	if p.killedAt.IsZero() {
 		p.killedAt = time.Now()
 		p.killAt = p.killedAt

@@ -84,7 +84,7 @@ func (p *Process) drain() {
 	start := time.Now()
 	p.mu.Lock()
 	level := hclog.Warn
-	if p.stopping {
+	if !p.killAt.IsZero() { // a stop is under way
 		level = hclog.Debug
 	}
 	p.stopLocked(p.grace)
