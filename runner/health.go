@@ -141,10 +141,8 @@ func StartHealth(ctx context.Context, cfg HealthConfig) (<-chan error, error) {
 
 // checkResult is how one check went.
 type checkResult struct {
-	started  time.Time
 	canceled bool   // ctx ended during the check: no result
-	passed   bool   // exit status 0
-	why      string // why it failed
+	why      string // why it failed; "" when it passed (exit status 0)
 	output   string
 }
 
@@ -164,20 +162,21 @@ func (c HealthConfig) loop(ctx context.Context, ch chan<- error) {
 			return
 		case <-next.C:
 		}
+		started := time.Now()
 		res := c.check(ctx)
-		took := time.Since(res.started).Round(time.Millisecond)
+		took := time.Since(started).Round(time.Millisecond)
 		switch {
 		case res.canceled:
 			c.Logger.Debug("health check stopped", "took", took)
 			return
-		case res.passed:
+		case res.why == "": // passed
 			c.Logger.Debug("health check passed", "took", took)
 			if failures > 0 {
 				c.Logger.Info("health check passing again", "after_failures", failures)
 			}
 			failures = 0
 			passedOnce = true
-		case !passedOnce && res.started.Sub(start) < c.StartPeriod:
+		case !passedOnce && started.Sub(start) < c.StartPeriod:
 			c.Logger.Debug("health check failed in the start period; not counted",
 				"result", res.why, "took", took, "output", res.output)
 		default:
@@ -198,7 +197,7 @@ func (c HealthConfig) loop(ctx context.Context, ch chan<- error) {
 // check runs the check once and returns when its group is gone (or given up
 // on), the shell reaped.
 func (c HealthConfig) check(ctx context.Context) checkResult {
-	res := checkResult{started: time.Now()}
+	var res checkResult
 	r, w, err := os.Pipe()
 	if err != nil {
 		res.why = "could not start: " + err.Error()
@@ -263,9 +262,7 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 		res.canceled = true
 	case !inTime:
 		res.why = "timed out after " + c.Timeout.String()
-	case cmd.ProcessState.Success():
-		res.passed = true
-	default:
+	case !cmd.ProcessState.Success():
 		res.why = cmd.ProcessState.String()
 	}
 	return res
