@@ -57,17 +57,12 @@ func (g *groupWatch) alive() bool {
 	if g.hint > 0 && runningIn(g.hint, g.pgid) {
 		return true
 	}
-	d, err := os.Open("/proc")
+	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return true
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return true
-	}
-	for _, name := range names {
-		if pid, err := strconv.Atoi(name); err == nil && runningIn(pid, g.pgid) {
+	for _, e := range procs {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && runningIn(pid, g.pgid) {
 			g.hint = pid
 			return true
 		}

@@ -197,11 +197,9 @@ func (c HealthConfig) loop(ctx context.Context, ch chan<- error) {
 // check runs the check once and returns when its group is gone (or given up
 // on), the shell reaped.
 func (c HealthConfig) check(ctx context.Context) checkResult {
-	var res checkResult
 	r, w, err := os.Pipe()
 	if err != nil {
-		res.why = "could not start: " + err.Error()
-		return res
+		return checkResult{why: "could not start: " + err.Error()}
 	}
 	cmd := &exec.Cmd{
 		Path:        "/bin/sh",
@@ -215,10 +213,8 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 	w.Close()
 	if err != nil {
 		r.Close()
-		res.why = "could not start: " + err.Error()
-		return res
+		return checkResult{why: "could not start: " + err.Error()}
 	}
-	pgid := cmd.Process.Pid
 
 	out := &tailBuffer{max: healthOutputMax}
 	outDone := make(chan struct{})
@@ -242,7 +238,7 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 
 	// Whatever ended the wait, nothing of the check may outlive it: its
 	// leftovers when the shell exited, the whole group when it did not.
-	c.endGroup(pgid, exited)
+	c.endGroup(cmd.Process.Pid, exited)
 
 	select {
 	case <-outDone:
@@ -255,7 +251,7 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 		}
 	}
 	r.Close()
-	res.output = out.String()
+	res := checkResult{output: out.String()}
 
 	switch {
 	case ctx.Err() != nil:

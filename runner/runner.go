@@ -76,16 +76,13 @@ type ExecError struct {
 	Err  error  // why: exec.ErrNotFound, fs.ErrNotExist, fs.ErrPermission, syscall.EISDIR, exec.ErrDot...
 }
 
-func (e *ExecError) Error() string {
-	return "runner: " + e.Path + ": " + e.Err.Error()
-}
-
+func (e *ExecError) Error() string { return "runner: " + e.Path + ": " + e.Err.Error() }
 func (e *ExecError) Unwrap() error { return e.Err }
 
 // Lookup resolves argv0 as Start and Prepare do (exec.LookPath: on PATH
 // unless it contains a '/'; the executable bit is checked) and starts
-// nothing. A command that cannot be run is an *ExecError (Code 127: not
-// found, 126: cannot be executed); nil means it could be started now.
+// nothing. A command that cannot be run is an *ExecError; nil means it
+// could be started now.
 //
 // Limit: the file may change between Lookup and Start (removed, its mode
 // changed): Start looks it up again and reports that the same way.
