@@ -39,7 +39,7 @@ type Prepared struct {
 
 	mu       sync.Mutex
 	state    prepState
-	deadline *time.Time // the kill deadline for the command; nil when none
+	deadline time.Time // the kill deadline for the command; zero when none
 }
 
 type prepState int
@@ -161,9 +161,9 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		env = os.Environ()
 	}
 	var deadline int64
-	if p.deadline != nil {
+	if !p.deadline.IsZero() {
 		var err error
-		if deadline, err = monotonicAt(*p.deadline); err != nil {
+		if deadline, err = monotonicAt(p.deadline); err != nil {
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: kill deadline: %w", err)
 		}
@@ -238,7 +238,11 @@ func (p *Prepared) SetKillDeadline(t time.Time) error {
 		p.mu.Unlock()
 		return p.proc.SetKillDeadline(t)
 	case prepared:
-		p.deadline = &t
+		p.deadline = t
+		if t.IsZero() {
+			// Keep "zero" meaning "none": a zero time is long past.
+			p.deadline = time.Unix(0, 0)
+		}
 	}
 	p.mu.Unlock()
 	return nil
