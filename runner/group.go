@@ -1,14 +1,17 @@
 //go:build unix
 
 // A process group as a whole (the command's or a health check's): sending it
-// a signal, waiting until it is empty. Whether it has a member is per system
-// (groupWatch).
+// a signal, whether it still has a running member, waiting until it is empty.
 
 package runner
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -32,6 +35,61 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 		return nil
 	}
 	return fmt.Errorf("runner: send %v to process group %d: %w", sig, pgid, err)
+}
+
+// groupWatch tells whether a process group still has a running member.
+type groupWatch struct {
+	pgid int
+	hint int // the last running member found, checked first
+}
+
+// alive reports whether a process of the group is still running. On Linux
+// zombies do not count (read from /proc): they are dead and only wait to be
+// reaped, which a container's init may never do. Elsewhere unreaped zombies
+// count, which the bounded wait after SIGKILL absorbs.
+func (g *groupWatch) alive() bool {
+	if err := unix.Kill(-g.pgid, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	if runtime.GOOS != "linux" {
+		return true
+	}
+	if g.hint > 0 && runningIn(g.hint, g.pgid) {
+		return true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range procs {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && runningIn(pid, g.pgid) {
+			g.hint = pid
+			return true
+		}
+	}
+	return false
+}
+
+// runningIn reports whether pid is a process of group pgid that is not a
+// zombie, from /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".
+func runningIn(pid, pgid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return false
+	}
+	if state := string(f[0]); state == "Z" || state == "X" {
+		return false
+	}
+	pg, err := strconv.Atoi(string(f[2]))
+	return err == nil && pg == pgid
 }
 
 // awaitEmpty waits until the group has no running member, looking every

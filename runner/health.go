@@ -134,34 +134,27 @@ func StartHealth(ctx context.Context, cfg HealthConfig) (<-chan error, error) {
 		context.AfterFunc(ctx, func() { close(ch) })
 		return ch, nil
 	}
-	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("health")
-	h := &healthChecker{cfg: cfg, log: log}
-	go h.loop(ctx, ch)
+	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("health")
+	go cfg.loop(ctx, ch)
 	return ch, nil
-}
-
-type healthChecker struct {
-	cfg HealthConfig
-	log hclog.Logger
 }
 
 // checkResult is how one check went.
 type checkResult struct {
-	started  time.Time
 	canceled bool   // ctx ended during the check: no result
-	passed   bool   // exit status 0
-	why      string // why it failed
+	why      string // why it failed; "" when it passed (exit status 0)
 	output   string
 }
 
 // loop runs the checks one at a time until ctx ends or the command is
-// unhealthy, then closes ch.
-func (h *healthChecker) loop(ctx context.Context, ch chan<- error) {
+// unhealthy, then closes ch. It, check and endGroup take c as StartHealth
+// made it: defaults applied, Logger set.
+func (c HealthConfig) loop(ctx context.Context, ch chan<- error) {
 	defer close(ch)
 	start := time.Now()
 	passedOnce := false
 	failures := 0
-	next := time.NewTimer(h.cfg.Interval)
+	next := time.NewTimer(c.Interval)
 	defer next.Stop()
 	for {
 		select {
@@ -169,50 +162,49 @@ func (h *healthChecker) loop(ctx context.Context, ch chan<- error) {
 			return
 		case <-next.C:
 		}
-		res := h.check(ctx)
-		took := time.Since(res.started).Round(time.Millisecond)
+		started := time.Now()
+		res := c.check(ctx)
+		took := time.Since(started).Round(time.Millisecond)
 		switch {
 		case res.canceled:
-			h.log.Debug("health check stopped", "took", took)
+			c.Logger.Debug("health check stopped", "took", took)
 			return
-		case res.passed:
-			h.log.Debug("health check passed", "took", took)
+		case res.why == "": // passed
+			c.Logger.Debug("health check passed", "took", took)
 			if failures > 0 {
-				h.log.Info("health check passing again", "after_failures", failures)
+				c.Logger.Info("health check passing again", "after_failures", failures)
 			}
 			failures = 0
 			passedOnce = true
-		case !passedOnce && res.started.Sub(start) < h.cfg.StartPeriod:
-			h.log.Debug("health check failed in the start period; not counted",
+		case !passedOnce && started.Sub(start) < c.StartPeriod:
+			c.Logger.Debug("health check failed in the start period; not counted",
 				"result", res.why, "took", took, "output", res.output)
 		default:
 			failures++
-			h.log.Debug("health check failed", "result", res.why, "took", took,
-				"failures", failures, "retries", h.cfg.Retries, "output", res.output)
-			if failures >= h.cfg.Retries {
-				h.log.Warn("command unhealthy: health check failed too many times in a row",
+			c.Logger.Debug("health check failed", "result", res.why, "took", took,
+				"failures", failures, "retries", c.Retries, "output", res.output)
+			if failures >= c.Retries {
+				c.Logger.Warn("command unhealthy: health check failed too many times in a row",
 					"failures", failures, "last", res.why, "output", res.output)
 				ch <- &UnhealthyError{Failures: failures, Last: res.why, Output: res.output}
 				return
 			}
 		}
-		next.Reset(h.cfg.Interval)
+		next.Reset(c.Interval)
 	}
 }
 
 // check runs the check once and returns when its group is gone (or given up
 // on), the shell reaped.
-func (h *healthChecker) check(ctx context.Context) checkResult {
-	res := checkResult{started: time.Now()}
+func (c HealthConfig) check(ctx context.Context) checkResult {
 	r, w, err := os.Pipe()
 	if err != nil {
-		res.why = "could not start: " + err.Error()
-		return res
+		return checkResult{why: "could not start: " + err.Error()}
 	}
 	cmd := &exec.Cmd{
 		Path:        "/bin/sh",
-		Args:        []string{"sh", "-c", h.cfg.Cmd},
-		Env:         h.cfg.Env,
+		Args:        []string{"sh", "-c", c.Cmd},
+		Env:         c.Env,
 		Stdout:      w, // an *os.File: Wait does not wait for the output
 		Stderr:      w,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
@@ -221,10 +213,8 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 	w.Close()
 	if err != nil {
 		r.Close()
-		res.why = "could not start: " + err.Error()
-		return res
+		return checkResult{why: "could not start: " + err.Error()}
 	}
-	pgid := cmd.Process.Pid
 
 	out := &tailBuffer{max: healthOutputMax}
 	outDone := make(chan struct{})
@@ -233,7 +223,7 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 		_, _ = io.Copy(out, r)
 	}()
 
-	timeout, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	timeout, cancel := context.WithTimeout(ctx, c.Timeout)
 	select {
 	case <-exited:
 	case <-timeout.Done():
@@ -248,7 +238,7 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 
 	// Whatever ended the wait, nothing of the check may outlive it: its
 	// leftovers when the shell exited, the whole group when it did not.
-	h.endGroup(pgid, exited)
+	c.endGroup(cmd.Process.Pid, exited)
 
 	select {
 	case <-outDone:
@@ -261,16 +251,14 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 		}
 	}
 	r.Close()
-	res.output = out.String()
+	res := checkResult{output: out.String()}
 
 	switch {
 	case ctx.Err() != nil:
 		res.canceled = true
 	case !inTime:
-		res.why = "timed out after " + h.cfg.Timeout.String()
-	case cmd.ProcessState.Success():
-		res.passed = true
-	default:
+		res.why = "timed out after " + c.Timeout.String()
+	case !cmd.ProcessState.Success():
 		res.why = cmd.ProcessState.String()
 	}
 	return res
@@ -282,10 +270,10 @@ func (h *healthChecker) check(ctx context.Context) checkResult {
 // A shell already reaped may have had its pid reused as a group id only if
 // the group is empty and pids have wrapped since: a group's id is not reused
 // while it has a member.
-func (h *healthChecker) endGroup(pgid int, exited <-chan struct{}) {
+func (c HealthConfig) endGroup(pgid int, exited <-chan struct{}) {
 	kill := func() {
 		if err := signalGroup(pgid, unix.SIGKILL); err != nil {
-			h.log.Warn("could not kill the health check's process group", "pgid", pgid, "error", err)
+			c.Logger.Warn("could not kill the health check's process group", "pgid", pgid, "error", err)
 		}
 	}
 	killedAt := time.Now()
@@ -295,13 +283,13 @@ func (h *healthChecker) endGroup(pgid int, exited <-chan struct{}) {
 	select {
 	case <-exited:
 	case <-giveUp.C:
-		h.log.Warn("the health check's shell is still there after SIGKILL; giving up waiting for it",
+		c.Logger.Warn("the health check's shell is still there after SIGKILL; giving up waiting for it",
 			"pgid", pgid, "waited", killWait)
 		return
 	}
 	group := groupWatch{pgid: pgid}
 	if group.alive() && !group.awaitEmpty(func() time.Time { return killedAt }, kill) {
-		h.log.Warn("processes remain in the health check's group after SIGKILL; giving up waiting for them",
+		c.Logger.Warn("processes remain in the health check's group after SIGKILL; giving up waiting for them",
 			"pgid", pgid, "waited", time.Since(killedAt).Round(time.Millisecond))
 	}
 }

@@ -244,7 +244,7 @@ func preparedParent() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "guard"), strconv.Itoa(prep.Pid())); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, "guard"), strconv.Itoa(prep.proc.pgid)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -1,8 +1,8 @@
 //go:build unix
 
 // Preparing a command ahead of time: Prepare starts the guard while
-// leaderrun waits for the lease, Launch gives it the go-ahead, Discard ends
-// it unused.
+// leaderrun waits for the lease, Launch gives it the go-ahead (and the
+// controlling terminal's foreground), Discard ends it unused.
 
 package runner
 
@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -20,13 +22,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrGuardGone is returned (wrapped) by Launch when the guard died before
-// the go-ahead: nothing was started, and preparing again is safe.
-var ErrGuardGone = errors.New("runner: the prepared guard has gone")
-
-// ErrSpent is returned by Launch on a Prepared that was already launched or
-// discarded.
-var ErrSpent = errors.New("runner: prepared command already launched or discarded")
+// Launch's failures that leave nothing behind (see Launch).
+var (
+	errGuardGone = errors.New("runner: the prepared guard has gone")
+	errSpent     = errors.New("runner: prepared command already launched or discarded")
+)
 
 // Prepared is a command whose guard waits for Launch or Discard. Its methods
 // are safe for concurrent use.
@@ -70,9 +70,17 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	self, err := selfExe()
-	if err != nil {
-		return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
+	// The guard is leaderrun's own binary: /proc/self/exe names it even if
+	// its file was replaced or removed since.
+	self := "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		if self, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
+		}
+	}
+	name := "leaderrun" // the guard's argv[0], as leaderrun's (see RunGuard)
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		name = os.Args[0]
 	}
 	log := cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("runner")
 	stdin := cmp.Or(cfg.Stdin, os.Stdin)
@@ -93,7 +101,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 	}
 	guard := &exec.Cmd{
 		Path:        self,
-		Args:        guardArgs(path, cfg.Argv),
+		Args:        append([]string{name, guardArg, guardProtocol, path, "--"}, cfg.Argv...),
 		Stdin:       stdin,
 		Stdout:      cmp.Or(cfg.Stdout, os.Stdout),
 		Stderr:      cmp.Or(cfg.Stderr, os.Stderr),
@@ -121,7 +129,6 @@ func Prepare(cfg Config) (*Prepared, error) {
 			grace:    cfg.KillGrace,
 			lifeline: ours[0],
 			status:   ours[1],
-			group:    groupWatch{pgid: pgid},
 			done:     make(chan struct{}),
 		},
 	}, nil
@@ -133,10 +140,6 @@ func closeFiles(files []*os.File) {
 	}
 }
 
-// Pid returns the pid of the guard, which will also be the id of the
-// command's process group.
-func (p *Prepared) Pid() int { return p.proc.pgid }
-
 // Launch has the guard start the command with env as its whole environment
 // (nil means os.Environ()), without waiting for that, and returns it as
 // Start does. The kill deadline set before (SetKillDeadline) is in force
@@ -144,14 +147,15 @@ func (p *Prepared) Pid() int { return p.proc.pgid }
 // and the Process ends at once reporting SIGKILL, as if killed at it.
 //
 // Launch fails, leaving nothing behind, when the guard is known to be gone
-// (ErrGuardGone), for an environment entry that contains NUL, and when
-// already launched or discarded (ErrSpent). A guard that dies during Launch
-// is reported by the Process's Result, as after Start.
+// (it died before the go-ahead: nothing was started, preparing again is
+// safe), for an environment entry that contains NUL, and when already
+// launched or discarded. A guard that dies during Launch is reported by the
+// Process's Result, as after Start.
 func (p *Prepared) Launch(env []string) (*Process, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state != prepared {
-		return nil, ErrSpent
+		return nil, errSpent
 	}
 	if env == nil {
 		env = os.Environ()
@@ -175,8 +179,8 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 	proc := p.proc
 	// The terminal is handed over now, not when the guard started: until the
 	// go-ahead, leaderrun's group keeps it.
-	tty, foreground := foregroundTerminal(p.stdin)
-	if foreground {
+	tty := foregroundTerminal(p.stdin)
+	if tty >= 0 {
 		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, proc.pgid); err != nil {
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: start %s: give it the terminal: %w", p.name, err)
@@ -187,18 +191,18 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 		err = cerr
 	}
 	if err != nil {
-		if foreground {
+		if tty >= 0 {
 			_ = reclaimTerminal(tty)
 		}
 		p.discardLocked()
 		if errors.Is(err, syscall.EPIPE) {
-			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, ErrGuardGone, proc.guard.ProcessState)
+			return nil, fmt.Errorf("runner: start %s: %w (%v)", p.name, errGuardGone, proc.guard.ProcessState)
 		}
 		return nil, fmt.Errorf("runner: start %s: go-ahead: %w", p.name, err)
 	}
 	p.state = launched
 	proc.tty = tty
-	proc.log.Debug("started command", "path", p.path, "pgid", proc.pgid, "foreground", foreground)
+	proc.log.Debug("started command", "path", p.path, "pgid", proc.pgid, "foreground", tty >= 0)
 	go proc.supervise()
 	return proc, nil
 }
@@ -242,4 +246,27 @@ func (p *Prepared) SetKillDeadline(t time.Time) error {
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// foregroundTerminal returns f's descriptor when f is leaderrun's
+// controlling terminal and leaderrun's process group is in its foreground,
+// else -1.
+func foregroundTerminal(f *os.File) int {
+	fd := int(f.Fd())
+	// TIOCGPGRP fails (ENOTTY) on anything but the controlling terminal.
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || pg != unix.Getpgrp() {
+		return -1
+	}
+	return fd
+}
+
+// reclaimTerminal puts leaderrun's process group back in the terminal's
+// foreground. From a background group that raises SIGTTOU, so it is ignored
+// for the call, then given back its previous handling.
+func reclaimTerminal(fd int) error {
+	if !signal.Ignored(syscall.SIGTTOU) {
+		signal.Ignore(syscall.SIGTTOU)
+		defer signal.Reset(syscall.SIGTTOU)
+	}
+	return unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, unix.Getpgrp())
 }

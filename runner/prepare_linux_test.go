@@ -62,7 +62,7 @@ func TestPreparedGuardWaitsInRead(t *testing.T) {
 	t.Parallel()
 	ran := filepath.Join(t.TempDir(), "ran")
 	pr := prepareChild(t, Config{Argv: []string{testExe, touchArg, ran}})
-	waitAwaitingLaunch(t, pr.prep.Pid())
+	waitAwaitingLaunch(t, pr.prep.proc.pgid)
 	noFile(t, ran, "the command ran before the go-ahead")
 	pr.launch(t)
 	if res := pr.wait(t); res != (Result{}) {

@@ -119,7 +119,7 @@ func TestPrepareDiscard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := prep.Pid()
+	guard := prep.proc.pgid
 	if reaped(guard) {
 		t.Fatalf("the guard %d is not there", guard)
 	}
@@ -132,8 +132,8 @@ func TestPrepareDiscard(t *testing.T) {
 	}
 	noFile(t, ran, "the command ran")
 	prep.Discard()
-	if _, err := prep.Launch(nil); !errors.Is(err, ErrSpent) {
-		t.Errorf("Launch after Discard: %v, want ErrSpent", err)
+	if _, err := prep.Launch(nil); !errors.Is(err, errSpent) {
+		t.Errorf("Launch after Discard: %v, want errSpent", err)
 	}
 	if err := prep.SetKillDeadline(time.Now()); err != nil {
 		t.Errorf("SetKillDeadline after Discard: %v", err)
@@ -144,8 +144,8 @@ func TestLaunchIsOnce(t *testing.T) {
 	t.Parallel()
 	pr := prepareChild(t, Config{})
 	pr.launch(t, "RUNNER_TEST_CHILD=exit", "RUNNER_TEST_CODE=7")
-	if _, err := pr.prep.Launch(nil); !errors.Is(err, ErrSpent) {
-		t.Errorf("second Launch: %v, want ErrSpent", err)
+	if _, err := pr.prep.Launch(nil); !errors.Is(err, errSpent) {
+		t.Errorf("second Launch: %v, want errSpent", err)
 	}
 	pr.prep.Discard() // does nothing after Launch
 	if res := pr.wait(t); res != (Result{ExitCode: 7}) {
@@ -159,17 +159,17 @@ func TestLaunchAfterGuardDied(t *testing.T) {
 	t.Parallel()
 	ran := filepath.Join(t.TempDir(), "ran")
 	pr := prepareChild(t, Config{Argv: []string{testExe, touchArg, ran}})
-	guard := pr.prep.Pid()
+	guard := pr.prep.proc.pgid
 	if err := unix.Kill(guard, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, "guard", guard) // a zombie: its descriptors are closed
 	p, err := pr.prep.Launch(testEnv())
-	if !errors.Is(err, ErrGuardGone) {
+	if !errors.Is(err, errGuardGone) {
 		if p != nil {
 			pr.p = p
 		}
-		t.Fatalf("Launch: %v, want ErrGuardGone", err)
+		t.Fatalf("Launch: %v, want errGuardGone", err)
 	}
 	if !strings.HasPrefix(err.Error(), "runner: ") || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("message %q lacks the package name or the guard's end", err)
@@ -183,7 +183,7 @@ func TestLaunchAfterGuardDied(t *testing.T) {
 func TestLaunchRejectsNUL(t *testing.T) {
 	t.Parallel()
 	pr := prepareChild(t, Config{})
-	guard := pr.prep.Pid()
+	guard := pr.prep.proc.pgid
 	if _, err := pr.prep.Launch([]string{"A=b\x00c"}); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("Launch: %v, want an error about NUL", err)
 	}

@@ -1,9 +1,20 @@
 //go:build unix
 
-// The runner's public face: Config, Result, the errors, Lookup, Start, and
-// Process with its accessors (signalling in stop.go, supervision in
-// supervise.go).
+// The package's public face: Config, Result, the errors, Lookup, Start and
+// Process (signalling in stop.go, supervision in supervise.go).
 
+// Package runner runs leaderrun's COMMAND: in its own process group, every
+// signal sent to the whole group, stopped by signal, grace and SIGKILL, and
+// reported as an exit status.
+//
+// The group is led by a guard, leaderrun re-executed (see RunGuard), which
+// holds the read end of a pipe whose write end only leaderrun holds: at its
+// end-of-file (leaderrun dead, even by SIGKILL) the guard sends SIGKILL to
+// the whole group, so no grandchild that stayed in it survives. Prepare
+// starts the guard while leaderrun waits for the lease and Launch sends it
+// the go-ahead once the lease is held; Start does both at once.
+//
+// The package builds on Unix only (Linux and macOS are the tested targets).
 package runner
 
 import (
@@ -65,16 +76,13 @@ type ExecError struct {
 	Err  error  // why: exec.ErrNotFound, fs.ErrNotExist, fs.ErrPermission, syscall.EISDIR, exec.ErrDot...
 }
 
-func (e *ExecError) Error() string {
-	return "runner: " + e.Path + ": " + e.Err.Error()
-}
-
+func (e *ExecError) Error() string { return "runner: " + e.Path + ": " + e.Err.Error() }
 func (e *ExecError) Unwrap() error { return e.Err }
 
 // Lookup resolves argv0 as Start and Prepare do (exec.LookPath: on PATH
 // unless it contains a '/'; the executable bit is checked) and starts
-// nothing. A command that cannot be run is an *ExecError (Code 127: not
-// found, 126: cannot be executed); nil means it could be started now.
+// nothing. A command that cannot be run is an *ExecError; nil means it
+// could be started now.
 //
 // Limit: the file may change between Lookup and Start (removed, its mode
 // changed): Start looks it up again and reports that the same way.
@@ -86,22 +94,18 @@ func Lookup(argv0 string) error {
 // lookup returns the path argv0 resolves to, or an *ExecError.
 func lookup(argv0 string) (string, error) {
 	path, err := exec.LookPath(argv0)
-	if err != nil {
-		var lpErr *exec.Error
-		if errors.As(err, &lpErr) {
-			err = lpErr.Err
-		}
-		return "", &ExecError{Path: argv0, Code: execCode(err), Err: err}
+	if err == nil {
+		return path, nil
 	}
-	return path, nil
-}
-
-// execCode maps a LookPath error to the status a shell would report.
-func execCode(err error) int {
+	var lpErr *exec.Error
+	if errors.As(err, &lpErr) {
+		err = lpErr.Err
+	}
+	code := 126
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return 127
+		code = 127
 	}
-	return 126
+	return "", &ExecError{Path: argv0, Code: code, Err: err}
 }
 
 // Process is a running command and its process group. Its methods are safe
@@ -119,16 +123,11 @@ type Process struct {
 	done   chan struct{}
 	result Result
 
-	// Used only by the supervising goroutine (or by Discard, before it).
-	guardWaited bool
-	group       groupWatch
-
 	mu         sync.Mutex
 	gone       bool      // the group is empty: send nothing more
-	stopping   bool      // a stop is under way (Stop, Kill, an outside stop request)
 	stopSent   bool      // Stop's stop signal has been sent
 	interrupts int       // outside SIGINTs handled
-	killAt     time.Time // when SIGKILL is due; zero when none is armed
+	killAt     time.Time // when SIGKILL is due; zero until a stop (Stop, an outside stop request)
 	killTimer  *time.Timer
 	killedAt   time.Time // when SIGKILL was first sent
 }
@@ -161,16 +160,6 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	return prep.Launch(cfg.Env)
-}
-
-// guardArgs is the guard's argv: leaderrun's own name, the hidden switch,
-// the protocol, the resolved path, "--", then the command's argv as given.
-func guardArgs(path string, argv []string) []string {
-	self := "leaderrun"
-	if len(os.Args) > 0 && os.Args[0] != "" {
-		self = os.Args[0]
-	}
-	return append([]string{self, guardArg, guardProtocol, path, "--"}, argv...)
 }
 
 // Pid returns the id of the command's process group, which is also the pid

@@ -54,7 +54,7 @@ func BenchmarkLaunchTrue(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		waitAwaitingLaunch(b, prep.Pid())
+		waitAwaitingLaunch(b, prep.proc.pgid)
 		b.StartTimer()
 		p, err := prep.Launch(nil)
 		if err != nil {

@@ -81,7 +81,7 @@ func newRun(t *testing.T, cfg *Config) (r *run, started func(error)) {
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: r.log, Level: hclog.Debug})
 	t.Cleanup(func() {
 		if r.p != nil {
-			r.p.Kill()
+			r.p.Stop(0)
 			select {
 			case <-r.p.Done():
 			case <-time.After(within):
@@ -331,7 +331,7 @@ func TestExecErrors(t *testing.T) {
 		{"Start", func(cfg Config) error {
 			p, err := Start(cfg)
 			if err == nil {
-				p.Kill()
+				p.Stop(0)
 				<-p.Done()
 			}
 			return err

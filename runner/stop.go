@@ -1,7 +1,7 @@
 //go:build unix
 
-// Signalling the command's process group: Signal, Stop, Kill, the policy
-// for signals from outside (HandleSignal), and the guard's kill deadline.
+// Signalling the command's process group: Stop, the policy for signals from
+// outside (HandleSignal), and the guard's kill deadline.
 
 package runner
 
@@ -14,14 +14,6 @@ import (
 	"time"
 )
 
-// Signal sends sig to the whole group. It returns nil when the group is
-// already gone.
-func (p *Process) Signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sendLocked(sig)
-}
-
 // Stop asks the group to stop: the stop signal now, then SIGCONT (so that a
 // stopped group can act on it), SIGKILL after grace (grace <= 0: now). It
 // does not wait: use Done. Only the first call sends the stop signal; a
@@ -32,9 +24,6 @@ func (p *Process) Stop(grace time.Duration) {
 	defer p.mu.Unlock()
 	p.stopLocked(grace)
 }
-
-// Kill sends SIGKILL to the whole group now: it is Stop(0).
-func (p *Process) Kill() { p.Stop(0) }
 
 // HandleSignal applies the policy for a signal leaderrun received from
 // outside: SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to the group
@@ -62,25 +51,22 @@ func (p *Process) HandleSignal(sig os.Signal) {
 			}
 		}
 		p.log.Debug("forwarding stop request", "signal", s, "pgid", p.pgid, "grace", p.grace)
-		p.stopping = true
-		p.warnLocked(p.sendLocked(s))
-		p.warnLocked(p.sendLocked(syscall.SIGCONT))
+		p.sendLocked(s)
+		p.sendLocked(syscall.SIGCONT)
 		p.armKillLocked(p.grace)
 	default:
 		p.log.Debug("forwarding signal", "signal", s, "pgid", p.pgid)
-		p.warnLocked(p.sendLocked(s))
+		p.sendLocked(s)
 	}
 }
 
-func (p *Process) sendLocked(sig syscall.Signal) error {
+// sendLocked sends sig to the whole group unless it is gone; a failure is
+// logged.
+func (p *Process) sendLocked(sig syscall.Signal) {
 	if p.gone {
-		return nil
+		return
 	}
-	return signalGroup(p.pgid, sig)
-}
-
-func (p *Process) warnLocked(err error) {
-	if err != nil {
+	if err := signalGroup(p.pgid, sig); err != nil {
 		p.log.Warn("could not signal the command's process group", "pgid", p.pgid, "error", err)
 	}
 }
@@ -93,12 +79,11 @@ func (p *Process) stopLocked(grace time.Duration) {
 		p.killLocked()
 		return
 	}
-	p.stopping = true
 	if !p.stopSent {
 		p.stopSent = true
 		p.log.Debug("stopping the command", "pgid", p.pgid, "signal", p.stopSig, "grace", grace)
-		p.warnLocked(p.sendLocked(p.stopSig))
-		p.warnLocked(p.sendLocked(syscall.SIGCONT))
+		p.sendLocked(p.stopSig)
+		p.sendLocked(syscall.SIGCONT)
 	}
 	p.armKillLocked(grace)
 }
@@ -138,7 +123,6 @@ func (p *Process) killLocked() {
 	if p.gone {
 		return
 	}
-	p.stopping = true
 	if p.killedAt.IsZero() {
 		p.killedAt = time.Now()
 		p.killAt = p.killedAt
@@ -147,7 +131,7 @@ func (p *Process) killLocked() {
 		}
 		p.log.Debug("sending SIGKILL to the command's process group", "pgid", p.pgid)
 	}
-	p.warnLocked(p.sendLocked(syscall.SIGKILL))
+	p.sendLocked(syscall.SIGKILL)
 }
 
 // SetKillDeadline hands the guard a deadline by which the group must be

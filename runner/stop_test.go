@@ -37,11 +37,6 @@ func TestForwardedSignalsKeepCommandRunning(t *testing.T) {
 		r.expect(t, sig.String())
 		r.running(t)
 	}
-	if err := r.p.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatalf("Signal: %v", err)
-	}
-	r.expect(t, syscall.SIGUSR1.String())
-	r.running(t)
 	r.p.Stop(0)
 	if res := r.wait(t); res.Signal != syscall.SIGKILL {
 		t.Errorf("Result = %+v, want killed by SIGKILL", res)
@@ -143,11 +138,9 @@ func TestStopIsIdempotentAndOnlyShortens(t *testing.T) {
 	}
 	// After Done everything is a no-op.
 	r.p.Stop(0)
-	r.p.Kill()
 	r.p.HandleSignal(syscall.SIGINT)
-	if err := r.p.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("Signal after Done: %v", err)
-	}
+	r.p.HandleSignal(syscall.SIGTERM)
+	r.p.HandleSignal(syscall.SIGUSR1)
 	if r.p.Result() != res {
 		t.Errorf("Result changed after Done")
 	}

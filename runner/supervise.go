@@ -7,7 +7,6 @@ package runner
 
 import (
 	"bufio"
-	"os"
 	"syscall"
 	"time"
 
@@ -16,17 +15,28 @@ import (
 )
 
 func (p *Process) supervise() {
-	res, reported := p.readStatus()
+	// The command's wait status, as the guard reports it.
+	var res Result
+	reported := false
+	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
+		res, reported = parseStatus(line)
+	}
 	// The guard leaves the group before it reports, so that the group holds
 	// only the command's leftovers. One that did not report has died, one
 	// still in the group could not leave: reap it now, or it counts as one.
-	if !reported || p.guardInGroup() {
+	if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
 		p.dismissGuard()
 	}
 	p.drain()
 	p.status.Close()
 	if !reported {
-		res = guardResult(p.guard.ProcessState)
+		// The guard died before reporting (SIGKILL sent to the group, say):
+		// its own status is the result.
+		st := p.guard.ProcessState
+		res = Result{ExitCode: st.ExitCode()}
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res = Result{ExitCode: -1, Signal: ws.Signal()}
+		}
 	}
 
 	p.mu.Lock()
@@ -51,39 +61,15 @@ func (p *Process) supervise() {
 	p.lifeline.Close()
 }
 
-// readStatus reads the command's wait status from the guard; false when the
-// guard exited without reporting it.
-func (p *Process) readStatus() (Result, bool) {
-	line, err := bufio.NewReader(p.status).ReadString('\n')
-	if err != nil {
-		return Result{}, false
-	}
-	return parseStatus(line)
-}
-
-func (p *Process) guardInGroup() bool {
-	pg, err := unix.Getpgid(p.pgid)
-	return err != nil || pg == p.pgid
-}
-
 // dismissGuard kills the guard (by pid: an unreaped child's pid cannot have
-// been reused) and reaps it, once.
+// been reused) and reaps it, once. Only the supervising goroutine calls it,
+// or Discard before there is one.
 func (p *Process) dismissGuard() {
-	if p.guardWaited {
+	if p.guard.ProcessState != nil {
 		return
 	}
 	_ = p.guard.Process.Kill()
 	_ = p.guard.Wait()
-	p.guardWaited = true
-}
-
-// guardResult is the guard's own status, for when it died before reporting
-// the command's (SIGKILL sent to the group, say).
-func guardResult(st *os.ProcessState) Result {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Result{ExitCode: -1, Signal: ws.Signal()}
-	}
-	return Result{ExitCode: st.ExitCode()}
 }
 
 // drain stops what the command left in its group (stop signal, SIGKILL after
@@ -91,13 +77,14 @@ func guardResult(st *os.ProcessState) Result {
 // once SIGKILL is sent. Leftovers of a command that exited by itself are
 // worth a warning; what is on its way out of a stop under way is not.
 func (p *Process) drain() {
-	if !p.group.alive() {
+	group := groupWatch{pgid: p.pgid}
+	if !group.alive() {
 		return
 	}
 	start := time.Now()
 	p.mu.Lock()
 	level := hclog.Warn
-	if p.stopping {
+	if !p.killAt.IsZero() { // a stop is under way
 		level = hclog.Debug
 	}
 	p.stopLocked(p.grace)
@@ -114,9 +101,9 @@ func (p *Process) drain() {
 	kill := func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.warnLocked(p.sendLocked(syscall.SIGKILL))
+		p.sendLocked(syscall.SIGKILL)
 	}
-	if !p.group.awaitEmpty(killedAt, kill) {
+	if !group.awaitEmpty(killedAt, kill) {
 		p.log.Warn("processes remain in the command's group after SIGKILL; giving up waiting for them",
 			"pgid", p.pgid, "waited", time.Since(killedAt()).Round(time.Millisecond))
 		return

@@ -27,16 +27,13 @@ var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cr
 // has no occurrences of its own, only intervals from when it was read.
 func Parse(spec string) (*Schedule, error) {
 	spec = strings.TrimSpace(spec)
-	body := spec
-	if strings.HasPrefix(body, "CRON_TZ=") || strings.HasPrefix(body, "TZ=") {
-		_, body, _ = strings.Cut(body, " ")
+	body, full := spec, "CRON_TZ=UTC "+spec
+	if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+		_, body, _ = strings.Cut(spec, " ")
+		full = spec
 	}
 	if strings.HasPrefix(strings.TrimSpace(body), "@every") {
 		return nil, fmt.Errorf("schedule %q: @every is not a schedule of occurrences; use five fields", spec)
-	}
-	full := spec
-	if body == spec {
-		full = "CRON_TZ=UTC " + spec
 	}
 	s, err := parser.Parse(full)
 	if err != nil {

@@ -12,6 +12,7 @@ package pdeath
 import (
 	"os/exec"
 	"runtime"
+	"syscall"
 )
 
 // Start starts cmd on a new goroutine locked to its OS thread, adding the
@@ -21,7 +22,10 @@ import (
 // been reaped, and cmd.ProcessState is then set. The caller must not call
 // cmd.Wait.
 func Start(cmd *exec.Cmd) (done <-chan struct{}, err error) {
-	setDeathSignal(cmd)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setDeathSignal(cmd.SysProcAttr)
 	reaped := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {

@@ -2,15 +2,7 @@
 
 package pdeath
 
-import (
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
-// setDeathSignal gives cmd SIGKILL as its parent-death signal.
-func setDeathSignal(cmd *exec.Cmd) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-}
+// setDeathSignal gives SIGKILL as the parent-death signal.
+func setDeathSignal(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

@@ -4,7 +4,7 @@
 
 package pdeath
 
-import "os/exec"
+import "syscall"
 
 // setDeathSignal does nothing.
-func setDeathSignal(*exec.Cmd) {}
+func setDeathSignal(*syscall.SysProcAttr) {}
