@@ -33,6 +33,20 @@ func TestGuardKillsAtDeadline(t *testing.T) {
 	}
 }
 
+// A deadline long past, the zero time included, kills at once: its
+// reading on the monotonic clock cannot wrap into the future.
+func TestGuardKillsAtZeroDeadline(t *testing.T) {
+	t.Parallel()
+	r := startChild(t, Config{KillGrace: time.Hour}, "RUNNER_TEST_CHILD=sleep", "RUNNER_TEST_IGNORE_TERM=1")
+	r.expect(t, "ready")
+	if err := r.p.SetKillDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.wait(t); res.Signal != syscall.SIGKILL {
+		t.Errorf("Result = %+v, want killed by SIGKILL", res)
+	}
+}
+
 // A later deadline replaces an earlier one: renewals keep the command alive.
 func TestGuardDeadlineMovesForward(t *testing.T) {
 	t.Parallel()

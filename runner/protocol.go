@@ -125,13 +125,16 @@ func monotonicNow() (int64, error) {
 	return ts.Nano(), nil
 }
 
-// monotonicAt is t as a reading of the system's monotonic clock.
+// monotonicAt is t as a reading of the system's monotonic clock, never
+// below zero: a time long past (the zero time, whose distance saturates)
+// reads as the clock's origin, so the guard's subtraction cannot wrap it
+// into the far future.
 func monotonicAt(t time.Time) (int64, error) {
 	now, err := monotonicNow()
 	if err != nil {
 		return 0, err
 	}
-	return now + int64(time.Until(t)), nil
+	return max(now+int64(time.Until(t)), 0), nil
 }
 
 // untilMonotonic is how long until a system monotonic clock reading.
