@@ -12,13 +12,15 @@
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
-// releases, NAME~done/HOST, are still read.
+// releases, NAME~done/HOST, are still read. The pause marker's record
+// (Pause) is here too.
 
 package lease
 
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MarkerSep separates a lease name from the kind of one of its other blobs.
@@ -103,4 +105,58 @@ func ParseBlobName(blob string) BlobName {
 		}
 	}
 	return b
+}
+
+// The pause marker's metadata keys. While the marker exists and has not run
+// out, no contender acquires NAME. It is a zero-length blob of its own, so
+// its keys do not count against the lease blob's 8 KB.
+const (
+	mdPauseReason = "reason" // printable ASCII, at most maxPauseReasonLen characters; absent if none given
+	mdPauseSince  = "since"  // RFC 3339, service time: when the pause began
+	mdPauseUntil  = "until"  // RFC 3339, service time; absent: until resume
+)
+
+const maxPauseReasonLen = 256
+
+// Pause is a lease's pause, as its marker records it (service times).
+type Pause struct {
+	Reason string    // "" if none was given
+	Since  time.Time // zero if not recorded
+	Until  time.Time // zero: open-ended, until `leaderrun resume`
+}
+
+// pauseOf reads a pause marker's metadata (keys lowercase). The marker's
+// existence is the pause, so a malformed value reads as absent: a malformed
+// until errs on the side the operator asked for, open-ended.
+func pauseOf(md map[string]string) *Pause {
+	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC()}
+}
+
+// Active reports whether the pause holds at now (the service's Date): a nil
+// pause never does, an open-ended one always, one with Until until then.
+// With a zero now (no Date seen) a pause with Until is taken as active.
+func (p *Pause) Active(now time.Time) bool {
+	if p == nil {
+		return false
+	}
+	return p.Until.IsZero() || now.IsZero() || now.Before(p.Until)
+}
+
+// Metadata is what `leaderrun pause` writes on the marker. A reason not in
+// printable ASCII, over 256 characters or space-padded is a *ConfigError.
+func (p Pause) Metadata() (map[string]string, error) {
+	md := map[string]string{}
+	if p.Reason != "" {
+		if err := checkHeaderValue("pause reason", p.Reason, maxPauseReasonLen); err != nil {
+			return nil, err
+		}
+		md[mdPauseReason] = p.Reason
+	}
+	if !p.Since.IsZero() {
+		md[mdPauseSince] = formatTime(p.Since)
+	}
+	if !p.Until.IsZero() {
+		md[mdPauseUntil] = formatTime(p.Until)
+	}
+	return md, nil
 }
