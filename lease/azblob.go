@@ -256,6 +256,34 @@ func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 	return newAnswer(r.Date, nil), a.c.fail("delete blob", err)
 }
 
+// accountInfo is what Get Account Information says.
+type accountInfo struct {
+	Kind, SKU string // "" if not said
+	HNS       bool   // hierarchical namespace (Data Lake Storage)
+}
+
+// containerInfo is what Get Container Properties says of the settings that
+// refuse writes.
+type containerInfo struct {
+	ImmutabilityPolicy, LegalHold bool
+}
+
+func (a *azContainer) accountInfo(ctx context.Context) (accountInfo, error) {
+	r, err := a.container.GetAccountInfo(ctx, nil)
+	if err != nil {
+		return accountInfo{}, a.c.fail("get account information", err)
+	}
+	return accountInfo{Kind: string(deref(r.AccountKind)), SKU: string(deref(r.SKUName)), HNS: deref(r.IsHierarchicalNamespaceEnabled)}, nil
+}
+
+func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) {
+	r, err := a.container.GetProperties(ctx, nil)
+	if err != nil {
+		return containerInfo{}, a.c.fail("get container properties", err)
+	}
+	return containerInfo{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
+}
+
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.
 func newAnswer(date *time.Time, etag *azcore.ETag) answer {
 	return answer{Date: deref(date).UTC(), ETag: string(deref(etag)), LeaseTime: -1}
