@@ -81,13 +81,6 @@ var (
 	_ containerAPI = (*azContainer)(nil)
 )
 
-// azAuth authorizes requests; exactly one is set (sas: a query without '?').
-type azAuth struct {
-	key   *blob.SharedKeyCredential
-	sas   string
-	token azcore.TokenCredential
-}
-
 // newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no
 // query) of c. It makes no request.
 func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
@@ -97,13 +90,13 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 	}
 	bo := &blockblob.ClientOptions{ClientOptions: c.opts}
 	var bb *blockblob.Client
-	switch auth := c.cred; {
-	case auth.key != nil:
-		bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, auth.key, bo)
-	case auth.sas != "":
-		bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+auth.sas, bo)
+	switch c.src.auth {
+	case authSharedKey:
+		bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, c.key, bo)
+	case authSAS:
+		bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+c.src.sas, bo)
 	default:
-		bb, err = blockblob.NewClient(blobURL, auth.token, bo)
+		bb, err = blockblob.NewClient(blobURL, c.token, bo)
 	}
 	if err != nil {
 		return nil, err
@@ -114,13 +107,13 @@ func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
 // newSDKContainer is c's SDK client (its requests, its blobs' Create Container).
 func newSDKContainer(c *Container) (*container.Client, error) {
 	co := &container.ClientOptions{ClientOptions: c.opts}
-	switch auth := c.cred; {
-	case auth.key != nil:
-		return container.NewClientWithSharedKeyCredential(c.url, auth.key, co)
-	case auth.sas != "":
-		return container.NewClientWithNoCredential(c.url+"?"+auth.sas, co)
+	switch c.src.auth {
+	case authSharedKey:
+		return container.NewClientWithSharedKeyCredential(c.url, c.key, co)
+	case authSAS:
+		return container.NewClientWithNoCredential(c.url+"?"+c.src.sas, co)
 	}
-	return container.NewClient(c.url, c.cred.token, co)
+	return container.NewClient(c.url, c.token, co)
 }
 
 // clientOptions are the options of every SDK client: no SDK retries

@@ -57,13 +57,14 @@ type ClientConfig struct {
 // blobs share, its listing, and the classification of what the service
 // answers (classify.go). It is safe for concurrent use.
 type Container struct {
-	name string
-	url  string           // never with a query string
-	src  credentialSource // its secrets redacted from every error message
-	cred azAuth
-	opts azcore.ClientOptions
-	api  containerAPI
-	log  hclog.Logger
+	name  string
+	url   string                    // never with a query string
+	src   credentialSource          // its secrets redacted from every error message
+	key   *blob.SharedKeyCredential // with authSharedKey (authSAS sends src.sas in the URL)
+	token azcore.TokenCredential    // with authEntra
+	opts  azcore.ClientOptions
+	api   containerAPI
+	log   hclog.Logger
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
@@ -97,7 +98,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	}
 	c.url = base + "/" + cfg.Container
 	c.opts = clientOptions(loopback)
-	if c.cred, err = c.sdkAuth(src, c.opts); err != nil {
+	if err := c.sdkCredential(); err != nil {
 		return nil, err
 	}
 	cc, err := newSDKContainer(c)
@@ -180,13 +181,12 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 	src := credentialSource{account: cfg.Account, endpoint: cfg.Endpoint}
 	switch {
 	case cfg.ConnectionString != "":
-		cs, err := parseConnectionString(cfg.ConnectionString)
-		if err != nil {
+		var err error
+		if src, err = parseConnectionString(cfg.ConnectionString); err != nil {
 			return src, err
 		}
-		src.account, src.key, src.sas, src.fromConnString = cs.account, cs.key, cs.sas, true
-		src.endpoint = cmp.Or(src.endpoint, cs.endpoint)
-		src.secrets = append(src.secrets, cfg.ConnectionString, cs.key, cs.sas)
+		src.endpoint, src.fromConnString = cmp.Or(cfg.Endpoint, src.endpoint), true
+		src.secrets = append(src.secrets, cfg.ConnectionString, src.key, src.sas)
 	case cfg.AccountKey != "":
 		if src.account == "" {
 			return src, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
@@ -211,31 +211,28 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 	return src, nil
 }
 
-// sdkAuth builds the SDK's credential for src: a Shared Key credential, the
-// SAS (sent in the URL), or DefaultAzureCredential, whose token requests
-// use the same bounded transport.
-func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
-	var auth azAuth
-	switch src.auth {
+// sdkCredential builds the SDK's credential for c.src: a Shared Key
+// credential, or DefaultAzureCredential, whose token requests use the same
+// bounded transport. A SAS needs none.
+func (c *Container) sdkCredential() error {
+	switch c.src.auth {
 	case authSharedKey:
-		cred, err := blob.NewSharedKeyCredential(src.account, src.key)
+		cred, err := blob.NewSharedKeyCredential(c.src.account, c.src.key)
 		if err != nil {
-			return auth, configErr("credentials", "the account key is not valid base64")
+			return configErr("credentials", "the account key is not valid base64")
 		}
-		auth.key = cred
-	case authSAS:
-		auth.sas = src.sas
-	default:
+		c.key = cred
+	case authEntra:
 		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
+			ClientOptions: azcore.ClientOptions{Transport: c.opts.Transport},
 		})
 		if err != nil {
-			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
+			return &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
-		auth.token = cred
+		c.token = cred
 	}
-	return auth, nil
+	return nil
 }
 
 // newTransport bounds dialing, the TLS handshake and the wait for response

@@ -11,14 +11,10 @@ import (
 	"strings"
 )
 
-// connString is a parsed storage connection string.
-type connString struct {
-	account, key, sas, endpoint string
-}
-
-// parseConnectionString reads the Azure Storage connection string format.
-// Errors name the problem, never the string's content.
-func parseConnectionString(s string) (connString, error) {
+// parseConnectionString reads the Azure Storage connection string format
+// into a source's account, key, SAS and endpoint. Errors name the problem,
+// never the string's content.
+func parseConnectionString(s string) (credentialSource, error) {
 	fields := map[string]string{}
 	for _, part := range strings.Split(s, ";") {
 		part = strings.TrimSpace(part)
@@ -27,39 +23,39 @@ func parseConnectionString(s string) (connString, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return connString{}, configErr("connection string", "a part is not Key=Value")
+			return credentialSource{}, configErr("connection string", "a part is not Key=Value")
 		}
 		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
 	}
 	if strings.EqualFold(fields["usedevelopmentstorage"], "true") {
 		if fields["developmentstorageproxyuri"] != "" {
-			return connString{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
+			return credentialSource{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
 		}
 		// Azurite's defaults, spelled out.
-		return connString{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
+		return credentialSource{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
 	}
-	cs := connString{
+	cs := credentialSource{
 		account:  fields["accountname"],
 		key:      fields["accountkey"],
 		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
 		endpoint: fields["blobendpoint"],
 	}
 	if cs.key == "" && cs.sas == "" {
-		return connString{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
+		return credentialSource{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
 	}
 	if cs.key != "" && cs.account == "" {
-		return connString{}, configErr("connection string", "AccountKey needs AccountName")
+		return credentialSource{}, configErr("connection string", "AccountKey needs AccountName")
 	}
 	if cs.endpoint == "" {
 		if cs.account == "" {
-			return connString{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
+			return credentialSource{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
 		}
 		if err := validateAccount(cs.account); err != nil {
-			return connString{}, err
+			return credentialSource{}, err
 		}
 		proto := cmp.Or(strings.ToLower(fields["defaultendpointsprotocol"]), "https")
 		if proto != "https" && proto != "http" {
-			return connString{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
+			return credentialSource{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
 		}
 		cs.endpoint = proto + "://" + cs.account + ".blob." + cmp.Or(fields["endpointsuffix"], "core.windows.net")
 	}
