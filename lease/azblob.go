@@ -62,7 +62,7 @@ type blobProps struct {
 }
 
 // azBlob sends blobAPI's requests on one blob with the SDK's clients, which
-// share the container's options (clientOptions).
+// share the container's options (clientOptions) and its client.
 type azBlob struct {
 	c         *Container
 	blob      *blob.Client
@@ -81,27 +81,17 @@ var (
 	_ containerAPI = (*azContainer)(nil)
 )
 
-// newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no
+// newSDKBlockBlob is the SDK's client of the blob at blobURL (escaped, no
 // query) of c. It makes no request.
-func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
-	cc, err := newSDKContainer(c)
-	if err != nil {
-		return nil, err
-	}
+func newSDKBlockBlob(c *Container, blobURL string) (*blockblob.Client, error) {
 	bo := &blockblob.ClientOptions{ClientOptions: c.opts}
-	var bb *blockblob.Client
 	switch c.src.auth {
 	case authSharedKey:
-		bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, c.key, bo)
+		return blockblob.NewClientWithSharedKeyCredential(blobURL, c.key, bo)
 	case authSAS:
-		bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+c.src.sas, bo)
-	default:
-		bb, err = blockblob.NewClient(blobURL, c.token, bo)
+		return blockblob.NewClientWithNoCredential(blobURL+"?"+c.src.sas, bo)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
+	return blockblob.NewClient(blobURL, c.token, bo)
 }
 
 // newSDKContainer is c's SDK client (its requests, its blobs' Create Container).

@@ -104,14 +104,14 @@ func TestParseConnectionString(t *testing.T) {
 		in   string
 		want credentialSource
 	}{
-		{"UseDevelopmentStorage=true", credentialSource{account: devAccount, key: devKey, endpoint: devEndpoint}},
+		{"UseDevelopmentStorage=true", credentialSource{auth: authSharedKey, account: devAccount, key: devKey, endpoint: devEndpoint}},
 		{"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + testKey + ";BlobEndpoint=http://127.0.0.1:4242/devstoreaccount1;",
-			credentialSource{account: "devstoreaccount1", key: testKey, endpoint: "http://127.0.0.1:4242/devstoreaccount1"}},
+			credentialSource{auth: authSharedKey, account: "devstoreaccount1", key: testKey, endpoint: "http://127.0.0.1:4242/devstoreaccount1"}},
 		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + testKey + ";EndpointSuffix=core.chinacloudapi.cn",
-			credentialSource{account: "acct", key: testKey, endpoint: "https://acct.blob.core.chinacloudapi.cn"}},
+			credentialSource{auth: authSharedKey, account: "acct", key: testKey, endpoint: "https://acct.blob.core.chinacloudapi.cn"}},
 		{"BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=" + testSAS,
-			credentialSource{sas: testSAS, endpoint: "https://acct.blob.core.windows.net/"}},
-		{"accountname=acct;accountkey=" + testKey, credentialSource{account: "acct", key: testKey, endpoint: "https://acct.blob.core.windows.net"}},
+			credentialSource{auth: authSAS, sas: testSAS, endpoint: "https://acct.blob.core.windows.net/"}},
+		{"accountname=acct;accountkey=" + testKey, credentialSource{auth: authSharedKey, account: "acct", key: testKey, endpoint: "https://acct.blob.core.windows.net"}},
 	} {
 		got, err := parseConnectionString(tc.in)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {

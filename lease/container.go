@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -63,6 +64,7 @@ type Container struct {
 	key   *blob.SharedKeyCredential // with authSharedKey (authSAS sends src.sas in the URL)
 	token azcore.TokenCredential    // with authEntra
 	opts  azcore.ClientOptions
+	sdk   *container.Client // the SDK's client of the container, shared by its blobs
 	api   containerAPI
 	log   hclog.Logger
 }
@@ -101,11 +103,10 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err := c.sdkCredential(); err != nil {
 		return nil, err
 	}
-	cc, err := newSDKContainer(c)
-	if err != nil {
+	if c.sdk, err = newSDKContainer(c); err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	c.api = &azContainer{c: c, container: cc}
+	c.api = &azContainer{c: c, container: c.sdk}
 	c.log.Debug("storage client", "url", c.url, "auth", c.src.auth.String())
 	return c, nil
 }
@@ -142,11 +143,11 @@ func (c *Container) Blob(name string) (*Blob, error) {
 		return nil, err
 	}
 	url := c.BlobURL(name)
-	api, err := newAzBlob(c, url)
+	bb, err := newSDKBlockBlob(c, url)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	return &Blob{c: c, name: name, url: url, api: api}, nil
+	return &Blob{c: c, name: name, url: url, api: &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: c.sdk}}, nil
 }
 
 // BlobURL is the URL of a blob of the container, without any query string.
@@ -175,8 +176,9 @@ type credentialSource struct {
 	fromConnString    bool // the credential came from a connection string
 }
 
-// pickCredentials applies the order of ClientConfig's credentials. The
-// endpoint of cfg overrides a connection string's BlobEndpoint.
+// pickCredentials applies the order of ClientConfig's credentials; without
+// any, src.auth is authEntra. The endpoint of cfg overrides a connection
+// string's BlobEndpoint.
 func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 	src := credentialSource{account: cfg.Account, endpoint: cfg.Endpoint}
 	switch {
@@ -191,22 +193,14 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 		if src.account == "" {
 			return src, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
 		}
-		src.key = cfg.AccountKey
+		src.auth, src.key = authSharedKey, cfg.AccountKey
 		src.secrets = append(src.secrets, src.key)
 	case cfg.SASToken != "":
-		src.sas = strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
+		src.auth, src.sas = authSAS, strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
 		if src.sas == "" {
 			return src, configErr("credentials", "AZURE_STORAGE_SAS_TOKEN is empty")
 		}
 		src.secrets = append(src.secrets, cfg.SASToken, src.sas)
-	}
-	switch {
-	case src.key != "":
-		src.auth = authSharedKey
-	case src.sas != "":
-		src.auth = authSAS
-	default:
-		src.auth = authEntra
 	}
 	return src, nil
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // parseConnectionString reads the Azure Storage connection string format
-// into a source's account, key, SAS and endpoint. Errors name the problem,
-// never the string's content.
+// into a source's credential, account and endpoint. Errors name the
+// problem, never the string's content.
 func parseConnectionString(s string) (credentialSource, error) {
 	fields := map[string]string{}
 	for _, part := range strings.Split(s, ";") {
@@ -32,18 +32,21 @@ func parseConnectionString(s string) (credentialSource, error) {
 			return credentialSource{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
 		}
 		// Azurite's defaults, spelled out.
-		return credentialSource{account: devAccount, key: devKey, endpoint: devEndpoint}, nil
+		return credentialSource{auth: authSharedKey, account: devAccount, key: devKey, endpoint: devEndpoint}, nil
 	}
 	cs := credentialSource{
+		auth:     authSharedKey, // a key comes before a SAS
 		account:  fields["accountname"],
 		key:      fields["accountkey"],
 		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
 		endpoint: fields["blobendpoint"],
 	}
-	if cs.key == "" && cs.sas == "" {
+	switch {
+	case cs.key == "" && cs.sas == "":
 		return credentialSource{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
-	}
-	if cs.key != "" && cs.account == "" {
+	case cs.key == "":
+		cs.auth = authSAS
+	case cs.account == "":
 		return credentialSource{}, configErr("connection string", "AccountKey needs AccountName")
 	}
 	if cs.endpoint == "" {
