@@ -1,7 +1,8 @@
-// A container of leases: where it is (ClientConfig), which of the
-// environment's storage credentials a client uses (in the README's order),
-// the SDK credential built from them, the bounded HTTP transport every SDK
-// client shares, and the blobs of the container.
+// A container of leases: where it is (ClientConfig, connection strings, the
+// blob service endpoint), which of the environment's storage credentials a
+// client uses (in the README's order), the SDK credential built from them,
+// the bounded HTTP transport every SDK client shares, and the blobs of the
+// container. No error echoes a secret.
 
 package lease
 
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -203,6 +205,92 @@ func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 		src.secrets = append(src.secrets, cfg.SASToken, src.sas)
 	}
 	return src, nil
+}
+
+// parseConnectionString reads the Azure Storage connection string format
+// into a source's credential, account and endpoint. Errors name the
+// problem, never the string's content.
+func parseConnectionString(s string) (credentialSource, error) {
+	fields := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return credentialSource{}, configErr("connection string", "a part is not Key=Value")
+		}
+		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	if strings.EqualFold(fields["usedevelopmentstorage"], "true") {
+		if fields["developmentstorageproxyuri"] != "" {
+			return credentialSource{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
+		}
+		// Azurite's defaults, spelled out.
+		return credentialSource{auth: authSharedKey, account: devAccount, key: devKey, endpoint: devEndpoint}, nil
+	}
+	cs := credentialSource{
+		auth:     authSharedKey, // a key comes before a SAS
+		account:  fields["accountname"],
+		key:      fields["accountkey"],
+		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
+		endpoint: fields["blobendpoint"],
+	}
+	switch {
+	case cs.key == "" && cs.sas == "":
+		return credentialSource{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
+	case cs.key == "":
+		cs.auth = authSAS
+	case cs.account == "":
+		return credentialSource{}, configErr("connection string", "AccountKey needs AccountName")
+	}
+	if cs.endpoint == "" {
+		if cs.account == "" {
+			return credentialSource{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
+		}
+		if err := validateAccount(cs.account); err != nil {
+			return credentialSource{}, err
+		}
+		proto := cmp.Or(strings.ToLower(fields["defaultendpointsprotocol"]), "https")
+		if proto != "https" && proto != "http" {
+			return credentialSource{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
+		}
+		cs.endpoint = proto + "://" + cs.account + ".blob." + cmp.Or(fields["endpointsuffix"], "core.windows.net")
+	}
+	return cs, nil
+}
+
+// checkEndpoint validates the blob service URL and returns it without a
+// trailing slash, and whether its host is loopback, the only one plain http
+// may go to (Azurite). Errors never echo the URL.
+func checkEndpoint(endpoint string) (string, bool, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "", false, configErr("endpoint", "not an absolute URL like https://account.blob.core.windows.net")
+	}
+	if u.User != nil {
+		return "", false, configErr("endpoint", "user information in the URL is not allowed")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false, configErr("endpoint", "a query string or fragment is not allowed (put a SAS token in AZURE_STORAGE_SAS_TOKEN)")
+	}
+	loopback := isLoopback(u.Hostname())
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !loopback {
+			return "", false, configErr("endpoint", "plain http:// to %s is refused: use https (http is allowed to loopback only)", u.Hostname())
+		}
+	default:
+		return "", false, configErr("endpoint", "scheme %q: want https", u.Scheme)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	return strings.TrimRight(u.String(), "/"), loopback, nil
+}
+
+func isLoopback(host string) bool {
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // nil (no IP) is not loopback
 }
 
 // sdkCredential builds the SDK's credential for c.src: a Shared Key

@@ -12,12 +12,13 @@
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
-// releases, NAME~done/HOST, are still read. The pause marker's record
-// (Pause) is here too.
+// releases, NAME~done/HOST, are still read. Here too: Azure's naming rules
+// for accounts, containers and blobs, and the pause marker's record.
 
 package lease
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,75 @@ func ParseBlobName(blob string) BlobName {
 		}
 	}
 	return b
+}
+
+// validateContainer applies Azure's container naming rules.
+func validateContainer(name string) error {
+	bad := func(why string) error { return configErr("container name", "%q: %s", name, why) }
+	if len(name) < 3 || len(name) > 63 {
+		return bad("must be 3 to 63 characters long")
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+		case ch == '-':
+			if i == 0 || i == len(name)-1 {
+				return bad("must start and end with a letter or digit")
+			}
+			if name[i-1] == '-' {
+				return bad("must not contain consecutive hyphens")
+			}
+		default:
+			return bad("only lowercase letters, digits and hyphens are allowed")
+		}
+	}
+	return nil
+}
+
+// validateBlobName refuses names Azure rejects or a URL would rewrite.
+func validateBlobName(name string) error {
+	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
+	switch {
+	case name == "":
+		return configErr("lease name", "empty: set --lease (LEADERRUN_LEASE)")
+	case len(name) > 1024:
+		return bad("longer than 1024 characters")
+	case strings.HasSuffix(name, "."):
+		return bad("must not end with a dot")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return bad("control characters and backslashes are not allowed")
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return bad(`empty, "." and ".." path segments are not allowed`)
+		}
+	}
+	return nil
+}
+
+// validateAccount applies Azure's account naming rules (it becomes a host name).
+func validateAccount(name string) error {
+	if len(name) < 3 || len(name) > 24 {
+		return configErr("storage account", "%q: must be 3 to 24 characters long", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if ch := name[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9') {
+			return configErr("storage account", "%q: only lowercase letters and digits are allowed", name)
+		}
+	}
+	return nil
+}
+
+func escapeBlobName(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
 }
 
 // The pause marker's metadata keys. While the marker exists and has not run
