@@ -1,7 +1,6 @@
 // The storage edge: the Blob service requests leaderrun makes, as one
 // narrow interface, and azBlob and azContainer, which send them with the
-// Azure SDK (azblob v1.8.0), each failure mapped once where it comes out of
-// the SDK. Unit tests put a fake in their place (fake_test.go).
+// Azure SDK (azblob v1.8.0). Unit tests put a fake in their place.
 
 package lease
 
@@ -61,13 +60,12 @@ type blobProps struct {
 	Created    time.Time         // x-ms-creation-time; zero if absent
 }
 
-// azBlob sends blobAPI's requests on one blob with the SDK's clients, which
-// share the container's options (clientOptions) and its client.
+// azBlob sends blobAPI's requests on one blob with its SDK clients and, for
+// Create Container, the container's (all share clientOptions).
 type azBlob struct {
 	c         *Container
 	blob      *blob.Client
 	blockBlob *blockblob.Client
-	container *container.Client
 }
 
 // azContainer sends containerAPI's requests, as azBlob does.
@@ -225,7 +223,7 @@ func (a *azBlob) createBlob(ctx context.Context) (answer, error) {
 }
 
 func (a *azBlob) createContainer(ctx context.Context) (answer, error) {
-	r, err := a.container.Create(ctx, nil)
+	r, err := a.c.sdk.Create(ctx, nil)
 	return newAnswer(r.Date, r.ETag), a.c.fail("create container", err)
 }
 

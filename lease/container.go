@@ -56,9 +56,8 @@ type ClientConfig struct {
 	Logger                                 hclog.Logger
 }
 
-// Container is a container of leases: the credentials and transport its
-// blobs share, its listing, and the classification of what the service
-// answers (classify.go). It is safe for concurrent use.
+// Container is a container of leases and what its blobs share. It is safe
+// for concurrent use.
 type Container struct {
 	name  string
 	url   string                    // never with a query string
@@ -149,7 +148,7 @@ func (c *Container) Blob(name string) (*Blob, error) {
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	return &Blob{c: c, name: name, url: url, api: &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: c.sdk}}, nil
+	return &Blob{c: c, name: name, url: url, api: &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb}}, nil
 }
 
 // BlobURL is the URL of a blob of the container, without any query string.
