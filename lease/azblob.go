@@ -79,29 +79,21 @@ var (
 	_ containerAPI = (*azContainer)(nil)
 )
 
-// newSDKBlockBlob is the SDK's client of the blob at blobURL (escaped, no
-// query) of c. It makes no request.
-func newSDKBlockBlob(c *Container, blobURL string) (*blockblob.Client, error) {
-	bo := &blockblob.ClientOptions{ClientOptions: c.opts}
+// sdkClient builds an SDK client (the container's, or a blob's at its
+// escaped URL) with c's credential, through the constructor each of the
+// SDK's client types has for it. It makes no request.
+func sdkClient[C, O any](c *Container, url string, opts O,
+	withKey func(string, *blob.SharedKeyCredential, O) (C, error),
+	withSAS func(string, O) (C, error),
+	withToken func(string, azcore.TokenCredential, O) (C, error),
+) (C, error) {
 	switch c.src.auth {
 	case authSharedKey:
-		return blockblob.NewClientWithSharedKeyCredential(blobURL, c.key, bo)
+		return withKey(url, c.key, opts)
 	case authSAS:
-		return blockblob.NewClientWithNoCredential(blobURL+"?"+c.src.sas, bo)
+		return withSAS(url+"?"+c.src.sas, opts)
 	}
-	return blockblob.NewClient(blobURL, c.token, bo)
-}
-
-// newSDKContainer is c's SDK client (its requests, its blobs' Create Container).
-func newSDKContainer(c *Container) (*container.Client, error) {
-	co := &container.ClientOptions{ClientOptions: c.opts}
-	switch c.src.auth {
-	case authSharedKey:
-		return container.NewClientWithSharedKeyCredential(c.url, c.key, co)
-	case authSAS:
-		return container.NewClientWithNoCredential(c.url+"?"+c.src.sas, co)
-	}
-	return container.NewClient(c.url, c.token, co)
+	return withToken(url, c.token, opts)
 }
 
 // clientOptions are the options of every SDK client: no SDK retries

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/hashicorp/go-hclog"
 )
@@ -104,7 +105,9 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err := c.sdkCredential(); err != nil {
 		return nil, err
 	}
-	if c.sdk, err = newSDKContainer(c); err != nil {
+	c.sdk, err = sdkClient(c, c.url, &container.ClientOptions{ClientOptions: c.opts},
+		container.NewClientWithSharedKeyCredential, container.NewClientWithNoCredential, container.NewClient)
+	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
 	c.api = &azContainer{c: c, container: c.sdk}
@@ -144,7 +147,8 @@ func (c *Container) Blob(name string) (*Blob, error) {
 		return nil, err
 	}
 	url := c.BlobURL(name)
-	bb, err := newSDKBlockBlob(c, url)
+	bb, err := sdkClient(c, url, &blockblob.ClientOptions{ClientOptions: c.opts},
+		blockblob.NewClientWithSharedKeyCredential, blockblob.NewClientWithNoCredential, blockblob.NewClient)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
