@@ -1,7 +1,6 @@
 // The storage edge: the Blob service requests leaderrun makes, as one
 // narrow interface, and azBlob and azContainer, which send them with the
-// Azure SDK (azblob v1.8.0), each failure mapped once where it comes out of
-// the SDK. Unit tests put a fake in their place (fake_test.go).
+// Azure SDK (azblob v1.8.0). Unit tests put a fake in their place.
 
 package lease
 
@@ -61,13 +60,12 @@ type blobProps struct {
 	Created    time.Time         // x-ms-creation-time; zero if absent
 }
 
-// azBlob sends blobAPI's requests on one blob with the SDK's clients, which
-// share the container's options (clientOptions).
+// azBlob sends blobAPI's requests on one blob with its SDK clients and, for
+// Create Container, the container's (all share clientOptions).
 type azBlob struct {
 	c         *Container
 	blob      *blob.Client
 	blockBlob *blockblob.Client
-	container *container.Client
 }
 
 // azContainer sends containerAPI's requests, as azBlob does.
@@ -81,46 +79,21 @@ var (
 	_ containerAPI = (*azContainer)(nil)
 )
 
-// azAuth authorizes requests; exactly one is set (sas: a query without '?').
-type azAuth struct {
-	key   *blob.SharedKeyCredential
-	sas   string
-	token azcore.TokenCredential
-}
-
-// newAzBlob builds the SDK's clients of the blob at blobURL (escaped, no
-// query) of c. It makes no request.
-func newAzBlob(c *Container, blobURL string) (*azBlob, error) {
-	cc, err := newSDKContainer(c)
-	if err != nil {
-		return nil, err
+// sdkClient builds an SDK client (the container's, or a blob's at its
+// escaped URL) with c's credential, through the constructor each of the
+// SDK's client types has for it. It makes no request.
+func sdkClient[C, O any](c *Container, url string, opts O,
+	withKey func(string, *blob.SharedKeyCredential, O) (C, error),
+	withSAS func(string, O) (C, error),
+	withToken func(string, azcore.TokenCredential, O) (C, error),
+) (C, error) {
+	switch c.src.auth {
+	case authSharedKey:
+		return withKey(url, c.key, opts)
+	case authSAS:
+		return withSAS(url+"?"+c.src.sas, opts)
 	}
-	bo := &blockblob.ClientOptions{ClientOptions: c.opts}
-	var bb *blockblob.Client
-	switch auth := c.cred; {
-	case auth.key != nil:
-		bb, err = blockblob.NewClientWithSharedKeyCredential(blobURL, auth.key, bo)
-	case auth.sas != "":
-		bb, err = blockblob.NewClientWithNoCredential(blobURL+"?"+auth.sas, bo)
-	default:
-		bb, err = blockblob.NewClient(blobURL, auth.token, bo)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb, container: cc}, nil
-}
-
-// newSDKContainer is c's SDK client (its requests, its blobs' Create Container).
-func newSDKContainer(c *Container) (*container.Client, error) {
-	co := &container.ClientOptions{ClientOptions: c.opts}
-	switch auth := c.cred; {
-	case auth.key != nil:
-		return container.NewClientWithSharedKeyCredential(c.url, auth.key, co)
-	case auth.sas != "":
-		return container.NewClientWithNoCredential(c.url+"?"+auth.sas, co)
-	}
-	return container.NewClient(c.url, c.cred.token, co)
+	return withToken(url, c.token, opts)
 }
 
 // clientOptions are the options of every SDK client: no SDK retries
@@ -242,7 +215,7 @@ func (a *azBlob) createBlob(ctx context.Context) (answer, error) {
 }
 
 func (a *azBlob) createContainer(ctx context.Context) (answer, error) {
-	r, err := a.container.Create(ctx, nil)
+	r, err := a.c.sdk.Create(ctx, nil)
 	return newAnswer(r.Date, r.ETag), a.c.fail("create container", err)
 }
 
@@ -254,6 +227,34 @@ func (a *azBlob) putBlob(ctx context.Context, md map[string]string) (answer, err
 func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 	r, err := a.blob.Delete(ctx, nil)
 	return newAnswer(r.Date, nil), a.c.fail("delete blob", err)
+}
+
+// accountInfo is what Get Account Information says.
+type accountInfo struct {
+	Kind, SKU string // "" if not said
+	HNS       bool   // hierarchical namespace (Data Lake Storage)
+}
+
+// containerInfo is what Get Container Properties says of the settings that
+// refuse writes.
+type containerInfo struct {
+	ImmutabilityPolicy, LegalHold bool
+}
+
+func (a *azContainer) accountInfo(ctx context.Context) (accountInfo, error) {
+	r, err := a.container.GetAccountInfo(ctx, nil)
+	if err != nil {
+		return accountInfo{}, a.c.fail("get account information", err)
+	}
+	return accountInfo{Kind: string(deref(r.AccountKind)), SKU: string(deref(r.SKUName)), HNS: deref(r.IsHierarchicalNamespaceEnabled)}, nil
+}
+
+func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) {
+	r, err := a.container.GetProperties(ctx, nil)
+	if err != nil {
+		return containerInfo{}, a.c.fail("get container properties", err)
+	}
+	return containerInfo{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
 }
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.

@@ -89,7 +89,7 @@ func TestAzuriteOddBlobNames(t *testing.T) {
 	}
 }
 
-func blobSAS(t *testing.T, parsed connString, containerName, blobName string, perms sas.BlobPermissions) string {
+func blobSAS(t *testing.T, parsed credentialSource, containerName, blobName string, perms sas.BlobPermissions) string {
 	t.Helper()
 	cred, err := blob.NewSharedKeyCredential(parsed.account, parsed.key)
 	if err != nil {

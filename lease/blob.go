@@ -65,7 +65,7 @@ type Properties struct {
 
 	LastRun *Run // the run of the lastrun* keys; nil if none was recorded
 
-	Directory bool // a directory of a hierarchical-namespace account (account.go), not a lease
+	Directory bool // a directory of a hierarchical-namespace account (isDirectory), not a lease
 
 	etag string // the blob's ETag when read; "" if absent
 }
@@ -103,6 +103,18 @@ func (b *Blob) getProperties(ctx context.Context) (*Properties, error) {
 // absent.
 func PropertiesOf(state State, md map[string]string, date time.Time) *Properties {
 	return newProperties(cmp.Or(state, StateAvailable), md, date)
+}
+
+// isDirectory reports whether a blob's metadata (names lowercased) marks a
+// directory of a hierarchical-namespace account, which lists one as a
+// zero-length blob with hdi_isfolder=true.
+func isDirectory(md map[string]string) bool { return md["hdi_isfolder"] == "true" }
+
+// directoryError refuses a lease name that a blob named NAME/… made a
+// directory of a hierarchical-namespace account.
+func directoryError(name string) *ConfigError {
+	return configErr("lease name", "%q is a directory on this account (hierarchical namespace: a blob named %q makes it one): "+
+		"choose a lease name that no other blob's name begins with followed by '/'", name, name+"/…")
 }
 
 // BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees

@@ -1,10 +1,15 @@
 // classify.go: how a failed storage or network request is classified, once
 // (mapError): the kinds that decide what the caller does, and the hint that
-// says what to do.
+// says what to do, with the cause and fix of the refusals an account's
+// settings cause (shared-key access disabled, an immutability policy or a
+// legal hold, an API version not accepted). Lifecycle rules that delete
+// blobs and a geo failover never show in a data-plane answer: the README's
+// "Before the fleet relies on it" covers them.
 
 package lease
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -14,8 +19,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 )
 
@@ -77,7 +84,7 @@ func (c *Container) mapError(op string, err error) *StorageError {
 		case bloberror.HasCode(err, bloberror.ContainerBeingDeleted):
 			se.kind = kindTransient
 		case se.setting == settingLegalHold || se.setting == settingImmutability:
-			se.kind = kindPermanent // the container's setting (account.go), not a conflict
+			se.kind = kindPermanent // the container's setting (settingOf), not a conflict
 		case re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed:
 			se.kind = kindConflict
 		case re.StatusCode == http.StatusRequestTimeout || re.StatusCode == http.StatusTooManyRequests ||
@@ -152,6 +159,122 @@ func lacksPermission(se *StorageError) bool {
 		return true
 	}
 	return false
+}
+
+// The service's error codes for the account's settings; bloberror (azblob
+// v1.8.0) lacks most of them.
+const (
+	codeKeyBasedAuthNotPermitted    = bloberror.Code("KeyBasedAuthenticationNotPermitted")
+	codeImmutableDueToPolicy        = bloberror.BlobImmutableDueToPolicy
+	codeImmutableDueToLegalHold     = bloberror.Code("BlobImmutableDueToLegalHold")
+	codeContainerHasLegalHold       = bloberror.Code("ContainerHasLegalHold")
+	codeContainerImmutabilityLocked = bloberror.Code("ContainerImmutabilityPolicyLocked")
+)
+
+const (
+	headerVersion = "x-ms-version"
+
+	immutableCause = "the service refuses every change to a blob already there, so leaderrun cannot record a term, a run's end or a resume"
+	immutableFix   = "use a container without one (--container)"
+)
+
+// setting is the account's or the container's setting a refusal comes from.
+type setting int
+
+const (
+	settingNone         setting = iota
+	settingKeyAuthOff           // shared-key access disabled on the account
+	settingLegalHold            // a legal hold on the container
+	settingImmutability         // an immutability policy on the container
+	settingVersion              // the service does not accept the API version sent
+)
+
+// settingOf tells which setting, if any, an answer comes from.
+func settingOf(re *azcore.ResponseError) setting {
+	switch {
+	case bloberror.HasCode(re, codeKeyBasedAuthNotPermitted):
+		return settingKeyAuthOff
+	case bloberror.HasCode(re, codeImmutableDueToLegalHold, codeContainerHasLegalHold):
+		return settingLegalHold
+	case bloberror.HasCode(re, codeImmutableDueToPolicy, codeContainerImmutabilityLocked):
+		return settingImmutability
+	}
+	if _, ok := versionRefused(re); ok {
+		return settingVersion
+	}
+	return settingNone
+}
+
+// accountHint is the cause and fix of a refusal from setting s; "" for none.
+func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
+	switch s {
+	case settingKeyAuthOff:
+		return "shared-key access is disabled on this storage account (AllowSharedKeyAccess=false), which refuses its keys " +
+			"and the SAS tokens they sign: use Microsoft Entra ID (unset AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY " +
+			"and AZURE_STORAGE_SAS_TOKEN, and grant this host's identity the 'Storage Blob Data Contributor' role on container " +
+			c.name + ") or a user delegation SAS"
+	case settingLegalHold:
+		return "container " + c.name + " has a legal hold: " + immutableCause + "; " + immutableFix
+	case settingImmutability:
+		return "container " + c.name + " has an immutability policy: " + immutableCause + "; " + immutableFix
+	case settingVersion:
+		v := "the API version this leaderrun sends"
+		if sent, _ := versionRefused(re); sent != "" {
+			v = "API version " + sent + ", which this leaderrun sends"
+		}
+		return "the service does not accept " + v + " (Azure Stack Hub and older emulators accept older versions only): " +
+			"use an Azure Storage account, or Azurite 3.37 or later"
+	}
+	return ""
+}
+
+// versionRefused reports a 400 InvalidHeaderValue about x-ms-version, and
+// the version sent ("" if unknown). The body names the header; a HEAD
+// answer has none, and since leaderrun checks every other header it sends,
+// one without a body is taken to be about the version too.
+func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
+	if re.StatusCode != http.StatusBadRequest || !bloberror.HasCode(re, bloberror.InvalidHeaderValue) {
+		return "", false
+	}
+	resp := re.RawResponse
+	if resp == nil {
+		return "", true
+	}
+	if resp.Request != nil {
+		sent = headerValue(resp.Request.Header, headerVersion)
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return sent, true
+	}
+	lower := bytes.ToLower(body)
+	return sent, bytes.Contains(lower, []byte(headerVersion)) || bytes.Contains(lower, []byte("api version"))
+}
+
+// headerValue is h's value for name in any case: the SDK sets its x-ms-*
+// request headers in lowercase, past http.Header's canonical form.
+func headerValue(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
+}
+
+// answerDate is a raw answer's Date header; zero if absent or malformed.
+func answerDate(resp *http.Response) time.Time {
+	if resp == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 var (

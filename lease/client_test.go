@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -101,19 +102,19 @@ func TestNewClientConfigErrors(t *testing.T) {
 func TestParseConnectionString(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want connString
+		want credentialSource
 	}{
-		{"UseDevelopmentStorage=true", connString{account: devAccount, key: devKey, endpoint: devEndpoint}},
+		{"UseDevelopmentStorage=true", credentialSource{auth: authSharedKey, account: devAccount, key: devKey, endpoint: devEndpoint}},
 		{"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + testKey + ";BlobEndpoint=http://127.0.0.1:4242/devstoreaccount1;",
-			connString{account: "devstoreaccount1", key: testKey, endpoint: "http://127.0.0.1:4242/devstoreaccount1"}},
+			credentialSource{auth: authSharedKey, account: "devstoreaccount1", key: testKey, endpoint: "http://127.0.0.1:4242/devstoreaccount1"}},
 		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + testKey + ";EndpointSuffix=core.chinacloudapi.cn",
-			connString{account: "acct", key: testKey, endpoint: "https://acct.blob.core.chinacloudapi.cn"}},
+			credentialSource{auth: authSharedKey, account: "acct", key: testKey, endpoint: "https://acct.blob.core.chinacloudapi.cn"}},
 		{"BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=" + testSAS,
-			connString{sas: testSAS, endpoint: "https://acct.blob.core.windows.net/"}},
-		{"accountname=acct;accountkey=" + testKey, connString{account: "acct", key: testKey, endpoint: "https://acct.blob.core.windows.net"}},
+			credentialSource{auth: authSAS, sas: testSAS, endpoint: "https://acct.blob.core.windows.net/"}},
+		{"accountname=acct;accountkey=" + testKey, credentialSource{auth: authSharedKey, account: "acct", key: testKey, endpoint: "https://acct.blob.core.windows.net"}},
 	} {
 		got, err := parseConnectionString(tc.in)
-		if err != nil || got != tc.want {
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("parse: got %+v, %v; want %+v", got, err, tc.want)
 		}
 	}

@@ -34,9 +34,8 @@ type Config struct {
 	// RenewInterval is how often the keeper renews: more than 0 and at
 	// most Duration/2; 0 means Duration/3.
 	RenewInterval time.Duration
-	// KillGrace is the child's grace between the stop signal and SIGKILL.
-	// When the lease is lost there is less time: the grace is then
-	// StopBudget, KillGrace capped at Duration/3.
+	// KillGrace is the child's grace between the stop signal and SIGKILL;
+	// less (StopBudget) when the lease is lost.
 	KillGrace time.Duration
 	// PollInterval is how often a waiting follower reads the blob's
 	// properties, ±20 % jitter; 0 means 2s.

@@ -1,7 +1,8 @@
-// A container of leases: where it is (ClientConfig), which of the
-// environment's storage credentials a client uses (in the README's order),
-// the SDK credential built from them, the bounded HTTP transport every SDK
-// client shares, and the blobs of the container.
+// A container of leases: where it is (ClientConfig, connection strings, the
+// blob service endpoint), which of the environment's storage credentials a
+// client uses (in the README's order), the SDK credential built from them,
+// the bounded HTTP transport every SDK client shares, and the blobs of the
+// container. No error echoes a secret.
 
 package lease
 
@@ -10,12 +11,15 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -53,17 +57,18 @@ type ClientConfig struct {
 	Logger                                 hclog.Logger
 }
 
-// Container is a container of leases: the credentials and transport its
-// blobs share, its listing, and the classification of what the service
-// answers (classify.go). It is safe for concurrent use.
+// Container is a container of leases and what its blobs share. It is safe
+// for concurrent use.
 type Container struct {
-	name string
-	url  string           // never with a query string
-	src  credentialSource // its secrets redacted from every error message
-	cred azAuth
-	opts azcore.ClientOptions
-	api  containerAPI
-	log  hclog.Logger
+	name  string
+	url   string                    // never with a query string
+	src   credentialSource          // its secrets redacted from every error message
+	key   *blob.SharedKeyCredential // with authSharedKey (authSAS sends src.sas in the URL)
+	token azcore.TokenCredential    // with authEntra
+	opts  azcore.ClientOptions
+	sdk   *container.Client // the SDK's client of the container, shared by its blobs
+	api   containerAPI
+	log   hclog.Logger
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
@@ -97,14 +102,15 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	}
 	c.url = base + "/" + cfg.Container
 	c.opts = clientOptions(loopback)
-	if c.cred, err = c.sdkAuth(src, c.opts); err != nil {
+	if err := c.sdkCredential(); err != nil {
 		return nil, err
 	}
-	cc, err := newSDKContainer(c)
+	c.sdk, err = sdkClient(c, c.url, &container.ClientOptions{ClientOptions: c.opts},
+		container.NewClientWithSharedKeyCredential, container.NewClientWithNoCredential, container.NewClient)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	c.api = &azContainer{c: c, container: cc}
+	c.api = &azContainer{c: c, container: c.sdk}
 	c.log.Debug("storage client", "url", c.url, "auth", c.src.auth.String())
 	return c, nil
 }
@@ -141,11 +147,12 @@ func (c *Container) Blob(name string) (*Blob, error) {
 		return nil, err
 	}
 	url := c.BlobURL(name)
-	api, err := newAzBlob(c, url)
+	bb, err := sdkClient(c, url, &blockblob.ClientOptions{ClientOptions: c.opts},
+		blockblob.NewClientWithSharedKeyCredential, blockblob.NewClientWithNoCredential, blockblob.NewClient)
 	if err != nil {
 		return nil, configErr("endpoint", "%s", c.sanitize(err))
 	}
-	return &Blob{c: c, name: name, url: url, api: api}, nil
+	return &Blob{c: c, name: name, url: url, api: &azBlob{c: c, blob: bb.BlobClient(), blockBlob: bb}}, nil
 }
 
 // BlobURL is the URL of a blob of the container, without any query string.
@@ -174,68 +181,143 @@ type credentialSource struct {
 	fromConnString    bool // the credential came from a connection string
 }
 
-// pickCredentials applies the order of ClientConfig's credentials. The
-// endpoint of cfg overrides a connection string's BlobEndpoint.
+// pickCredentials applies the order of ClientConfig's credentials; without
+// any, src.auth is authEntra. The endpoint of cfg overrides a connection
+// string's BlobEndpoint.
 func pickCredentials(cfg ClientConfig) (credentialSource, error) {
 	src := credentialSource{account: cfg.Account, endpoint: cfg.Endpoint}
 	switch {
 	case cfg.ConnectionString != "":
-		cs, err := parseConnectionString(cfg.ConnectionString)
-		if err != nil {
+		var err error
+		if src, err = parseConnectionString(cfg.ConnectionString); err != nil {
 			return src, err
 		}
-		src.account, src.key, src.sas, src.fromConnString = cs.account, cs.key, cs.sas, true
-		src.endpoint = cmp.Or(src.endpoint, cs.endpoint)
-		src.secrets = append(src.secrets, cfg.ConnectionString, cs.key, cs.sas)
+		src.endpoint, src.fromConnString = cmp.Or(cfg.Endpoint, src.endpoint), true
+		src.secrets = append(src.secrets, cfg.ConnectionString, src.key, src.sas)
 	case cfg.AccountKey != "":
 		if src.account == "" {
 			return src, configErr("credentials", "AZURE_STORAGE_KEY needs the storage account name (AZURE_STORAGE_ACCOUNT or --account)")
 		}
-		src.key = cfg.AccountKey
+		src.auth, src.key = authSharedKey, cfg.AccountKey
 		src.secrets = append(src.secrets, src.key)
 	case cfg.SASToken != "":
-		src.sas = strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
+		src.auth, src.sas = authSAS, strings.TrimPrefix(strings.TrimSpace(cfg.SASToken), "?")
 		if src.sas == "" {
 			return src, configErr("credentials", "AZURE_STORAGE_SAS_TOKEN is empty")
 		}
 		src.secrets = append(src.secrets, cfg.SASToken, src.sas)
 	}
-	switch {
-	case src.key != "":
-		src.auth = authSharedKey
-	case src.sas != "":
-		src.auth = authSAS
-	default:
-		src.auth = authEntra
-	}
 	return src, nil
 }
 
-// sdkAuth builds the SDK's credential for src: a Shared Key credential, the
-// SAS (sent in the URL), or DefaultAzureCredential, whose token requests
-// use the same bounded transport.
-func (c *Container) sdkAuth(src credentialSource, opts azcore.ClientOptions) (azAuth, error) {
-	var auth azAuth
-	switch src.auth {
-	case authSharedKey:
-		cred, err := blob.NewSharedKeyCredential(src.account, src.key)
-		if err != nil {
-			return auth, configErr("credentials", "the account key is not valid base64")
+// parseConnectionString reads the Azure Storage connection string format
+// into a source's credential, account and endpoint. Errors name the
+// problem, never the string's content.
+func parseConnectionString(s string) (credentialSource, error) {
+	fields := map[string]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
 		}
-		auth.key = cred
-	case authSAS:
-		auth.sas = src.sas
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return credentialSource{}, configErr("connection string", "a part is not Key=Value")
+		}
+		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	if strings.EqualFold(fields["usedevelopmentstorage"], "true") {
+		if fields["developmentstorageproxyuri"] != "" {
+			return credentialSource{}, configErr("connection string", "DevelopmentStorageProxyUri is not supported; use BlobEndpoint")
+		}
+		// Azurite's defaults, spelled out.
+		return credentialSource{auth: authSharedKey, account: devAccount, key: devKey, endpoint: devEndpoint}, nil
+	}
+	cs := credentialSource{
+		auth:     authSharedKey, // a key comes before a SAS
+		account:  fields["accountname"],
+		key:      fields["accountkey"],
+		sas:      strings.TrimPrefix(fields["sharedaccesssignature"], "?"),
+		endpoint: fields["blobendpoint"],
+	}
+	switch {
+	case cs.key == "" && cs.sas == "":
+		return credentialSource{}, configErr("connection string", "it has neither AccountKey nor SharedAccessSignature")
+	case cs.key == "":
+		cs.auth = authSAS
+	case cs.account == "":
+		return credentialSource{}, configErr("connection string", "AccountKey needs AccountName")
+	}
+	if cs.endpoint == "" {
+		if cs.account == "" {
+			return credentialSource{}, configErr("connection string", "it has neither AccountName nor BlobEndpoint")
+		}
+		if err := validateAccount(cs.account); err != nil {
+			return credentialSource{}, err
+		}
+		proto := cmp.Or(strings.ToLower(fields["defaultendpointsprotocol"]), "https")
+		if proto != "https" && proto != "http" {
+			return credentialSource{}, configErr("connection string", "DefaultEndpointsProtocol must be https or http")
+		}
+		cs.endpoint = proto + "://" + cs.account + ".blob." + cmp.Or(fields["endpointsuffix"], "core.windows.net")
+	}
+	return cs, nil
+}
+
+// checkEndpoint validates the blob service URL and returns it without a
+// trailing slash, and whether its host is loopback, the only one plain http
+// may go to (Azurite). Errors never echo the URL.
+func checkEndpoint(endpoint string) (string, bool, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return "", false, configErr("endpoint", "not an absolute URL like https://account.blob.core.windows.net")
+	}
+	if u.User != nil {
+		return "", false, configErr("endpoint", "user information in the URL is not allowed")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", false, configErr("endpoint", "a query string or fragment is not allowed (put a SAS token in AZURE_STORAGE_SAS_TOKEN)")
+	}
+	loopback := isLoopback(u.Hostname())
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !loopback {
+			return "", false, configErr("endpoint", "plain http:// to %s is refused: use https (http is allowed to loopback only)", u.Hostname())
+		}
 	default:
+		return "", false, configErr("endpoint", "scheme %q: want https", u.Scheme)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	return strings.TrimRight(u.String(), "/"), loopback, nil
+}
+
+func isLoopback(host string) bool {
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // nil (no IP) is not loopback
+}
+
+// sdkCredential builds the SDK's credential for c.src: a Shared Key
+// credential, or DefaultAzureCredential, whose token requests use the same
+// bounded transport. A SAS needs none.
+func (c *Container) sdkCredential() error {
+	switch c.src.auth {
+	case authSharedKey:
+		cred, err := blob.NewSharedKeyCredential(c.src.account, c.src.key)
+		if err != nil {
+			return configErr("credentials", "the account key is not valid base64")
+		}
+		c.key = cred
+	case authEntra:
 		cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-			ClientOptions: azcore.ClientOptions{Transport: opts.Transport},
+			ClientOptions: azcore.ClientOptions{Transport: c.opts.Transport},
 		})
 		if err != nil {
-			return auth, &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
+			return &StorageError{Op: "credential", Err: errors.New(c.sanitize(err)), kind: kindPermanent, summary: noCredential,
 				Hint: "no Microsoft Entra ID credential is configured on this host"}
 		}
-		auth.token = cred
+		c.token = cred
 	}
-	return auth, nil
+	return nil
 }
 
 // newTransport bounds dialing, the TLS handshake and the wait for response

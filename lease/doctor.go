@@ -1,7 +1,8 @@
 // Doctor: `leaderrun doctor`'s checks. Each tries for real what a run will
 // need, on a scratch blob beside the lease (NAME~doctor-RANDOM, which
 // `list` does not show as a lease) that it deletes at the end, and says
-// what the service answered.
+// what the service answered. Here: its run and the checks of the
+// credential, the endpoint, the API version, the account and the container.
 
 package lease
 
@@ -12,7 +13,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,7 +111,7 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, src: c.src, sas: sasFields(c.src.sas), results: map[string]Check{}}
+	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, results: map[string]Check{}}
 	if c.src.auth == authEntra {
 		stop := d.watchCredential()
 		defer stop()
@@ -125,8 +127,6 @@ type doctor struct {
 	s       *Blob  // the scratch blob
 	name    string // the lease name; "" for none
 	cfg     Config // the run's timing, defaults applied
-	src     credentialSource
-	sas     url.Values // the SAS token's fields, signature left out
 	results map[string]Check
 
 	mu        sync.Mutex
@@ -250,4 +250,74 @@ func (d *doctor) probe(ctx context.Context) bool {
 	d.set(CheckEndpoint, CheckOK, "%s", d.c.url)
 	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", cmp.Or(d.version, "the SDK's"))
 	return true
+}
+
+// account reads Get Account Information: kind, SKU, hierarchical namespace.
+func (d *doctor) account(ctx context.Context) {
+	ai, r := send(ctx, d, "get account information", d.c.api.accountInfo)
+	if r.err != nil {
+		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
+		return
+	}
+	desc := cmp.Or(strings.Join(nonEmpty(ai.Kind, ai.SKU), ", "), "kind not said")
+	if !ai.HNS {
+		d.set(CheckAccount, CheckOK, "%s, hierarchical namespace off", desc)
+		return
+	}
+	detail := desc + ", hierarchical namespace on: directories show in listings (leaderrun ignores them), " +
+		"and a lease named like a directory (cron beside cron/report) is refused"
+	if i := strings.Index(d.name, "/"); i > 0 {
+		detail += fmt.Sprintf("; this lease makes %q a directory, so no lease may be named %q", d.name[:i], d.name[:i])
+	}
+	d.set(CheckAccount, CheckWarning, "%s", detail)
+}
+
+func nonEmpty(ss ...string) []string {
+	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
+}
+
+// container reads Get Container Properties (an immutability policy or a
+// legal hold refuses every write after the first), creating a missing
+// container as a run would. It reports whether to go on, and whether a
+// scratch blob could be deleted again (writable).
+func (d *doctor) container(ctx context.Context) (usable, writable bool) {
+	ci, r := send(ctx, d, "get container properties", d.c.api.containerInfo)
+	switch {
+	case r.err != nil && r.err.kind == kindContainerMissing:
+		_, c := send(ctx, d, "create container", d.s.api.createContainer)
+		if c.err != nil && c.err.kind != kindExists {
+			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
+				d.c.name, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
+			return false, false
+		}
+		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.c.name)
+	case r.err != nil:
+		d.set(CheckContainer, CheckWarning, "cannot tell whether %s has an immutability policy or a legal hold: %s",
+			d.c.name, answerText(r.err))
+		d.containerUnread = r.err
+	case ci.LegalHold || ci.ImmutabilityPolicy:
+		var what []string
+		if ci.ImmutabilityPolicy {
+			what = append(what, "an immutability policy")
+		}
+		if ci.LegalHold {
+			what = append(what, "a legal hold")
+		}
+		d.set(CheckContainer, CheckFailed, "%s has %s: %s; %s", d.c.name, strings.Join(what, " and "), immutableCause, immutableFix)
+		return true, false
+	default:
+		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.name)
+	}
+	return true, true
+}
+
+// containerWritten settles a container whose properties could not be read
+// (a service SAS may not read them): if the scratch blob's metadata was
+// written and the blob deleted, nothing stops a run's writes.
+func (d *doctor) containerWritten() {
+	if d.containerUnread == nil || d.results[CheckMetadata].Status != CheckOK || d.results[CheckDelete].Status != CheckOK {
+		return
+	}
+	d.set(CheckContainer, CheckOK, "%s: no immutability policy or legal hold stops a write (the scratch blob's metadata and delete went through; "+
+		"its properties were not readable: %s)", d.c.name, answerText(d.containerUnread))
 }

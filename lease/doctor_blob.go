@@ -1,6 +1,6 @@
-// doctor_blob.go: doctor's checks after the scratch blob's reads (lease,
-// metadata, list, delete, clock, lease name), and how it words a credential
-// and a refusal.
+// doctor_blob.go: doctor's checks on the scratch blob (create, read, round
+// trip, lease, metadata, list, delete), of the clock and of the lease name,
+// and how it words a credential and a refusal.
 
 package lease
 
@@ -17,6 +17,84 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/google/uuid"
 )
+
+// create creates the scratch blob as a run creates a lease blob.
+func (d *doctor) create(ctx context.Context) bool {
+	_, r := send(ctx, d, "create blob", d.s.api.createBlob)
+	if r.err != nil {
+		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
+		return false
+	}
+	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.name)
+	return true
+}
+
+// reads reads the scratch blob doctorReads times (read, round trip).
+func (d *doctor) reads(ctx context.Context) {
+	var (
+		rtts    []time.Duration
+		refused *StorageError
+	)
+	for range doctorReads {
+		_, r := send(ctx, d, "get properties", d.s.api.getProperties)
+		switch {
+		case r.err == nil || r.err.kind == kindBlobMissing:
+			rtts = append(rtts, r.rtt)
+		case refused == nil:
+			refused = r.err
+		}
+	}
+	if _, done := d.results[CheckRead]; !done {
+		if refused != nil {
+			d.set(CheckRead, CheckFailed, "refused: %s", d.refusal(refused, "read (r)"))
+		} else {
+			d.set(CheckRead, CheckOK, "allowed")
+		}
+	}
+	d.roundTrip(rtts)
+}
+
+// roundTrip reports the reads' p50 and p95 against a renewal's try and
+// window before the stop signal, at the run's lease duration.
+func (d *doctor) roundTrip(rtts []time.Duration) {
+	if len(rtts) == 0 {
+		d.set(CheckRoundTrip, CheckWarning, "not measured: no read was answered")
+		return
+	}
+	p50, p95 := percentile(rtts, 50), percentile(rtts, 95)
+	window, try := renewTiming(d.cfg.Duration, d.cfg.StopBudget(), d.cfg.RenewInterval)
+	detail := fmt.Sprintf("p50 %s, p95 %s of %d reads; at --lease-duration %s a renewal is sent every %s, each try cut at %s, "+
+		"with %s for retries before the stop signal and a %s stop budget: p95 is %.1f%% of a try",
+		roundDur(p50), roundDur(p95), len(rtts), d.cfg.Duration, d.cfg.RenewInterval, roundDur(try), roundDur(window),
+		d.cfg.StopBudget(), 100*float64(p95)/float64(try))
+	switch {
+	case p95 >= try:
+		d.set(CheckRoundTrip, CheckFailed, "%s: renewals would be cut before they are answered", detail)
+	case p95 >= try/4:
+		d.set(CheckRoundTrip, CheckWarning, "%s: a slow try leaves little room for retries (a longer --lease-duration gives more)", detail)
+	default:
+		d.set(CheckRoundTrip, CheckOK, "%s", detail)
+	}
+}
+
+// percentile is the nearest-rank p-th percentile of ds (not empty).
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (p*len(s)+99)/100 - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// roundDur keeps three significant digits or so.
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
 
 // leaseAndMetadata acquires the scratch blob's lease for the run's
 // duration, renews it, writes metadata as a claim does, and releases it
@@ -130,23 +208,26 @@ func (d *doctor) leaseName(ctx context.Context) {
 
 // credential names the credential in use and where it came from.
 func (d *doctor) credential() string {
-	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[d.src.auth]
-	if d.src.fromConnString {
+	src := d.c.src
+	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[src.auth]
+	if src.fromConnString {
 		from = "AZURE_STORAGE_CONNECTION_STRING"
 	}
-	switch d.src.auth {
+	switch src.auth {
 	case authSharedKey:
-		return fmt.Sprintf("shared key of account %s, from %s", d.src.account, from)
+		return fmt.Sprintf("shared key of account %s, from %s", src.account, from)
 	case authSAS:
-		var parts []string
-		if sp := d.sas.Get("sp"); sp != "" {
-			parts = append(parts, "permissions "+sp)
-		}
-		if se := d.sas.Get("se"); se != "" {
-			parts = append(parts, "expires "+se)
-		}
-		if d.sas.Get("skoid") != "" {
-			parts = append(parts, "user delegation")
+		var parts []string // the token's fields, if it parses; never its signature
+		if sas, err := url.ParseQuery(src.sas); err == nil {
+			if sp := sas.Get("sp"); sp != "" {
+				parts = append(parts, "permissions "+sp)
+			}
+			if se := sas.Get("se"); se != "" {
+				parts = append(parts, "expires "+se)
+			}
+			if sas.Get("skoid") != "" {
+				parts = append(parts, "user delegation")
+			}
 		}
 		desc := "SAS token from " + from
 		if len(parts) > 0 {
@@ -200,16 +281,6 @@ func (d *doctor) watchCredential() (stop func()) {
 	}
 }
 
-// sasFields parses a SAS token's query, signature left out; nil if malformed.
-func sasFields(sas string) url.Values {
-	v, err := url.ParseQuery(sas)
-	if err != nil {
-		return nil
-	}
-	v.Del("sig")
-	return v
-}
-
 // authRefused: the credential was not accepted at all (a bad key or
 // signature, shared-key access disabled, a token for another tenant, the
 // account's network rules), not merely short of a permission.
@@ -242,7 +313,7 @@ func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 		return answerText(se)
 	}
 	what := se.status()
-	switch d.src.auth {
+	switch d.c.src.auth {
 	case authSAS:
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)
 	case authEntra:

@@ -58,7 +58,7 @@ func TestDoctorCredential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := &doctor{src: src, sas: sasFields(src.sas)}
+			d := &doctor{c: &Container{src: src}}
 			got := d.credential()
 			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
@@ -68,7 +68,7 @@ func TestDoctorCredential(t *testing.T) {
 			}
 		})
 	}
-	d := &doctor{src: credentialSource{auth: authEntra}, entraWith: "ManagedIdentityCredential"}
+	d := &doctor{c: &Container{src: credentialSource{auth: authEntra}}, entraWith: "ManagedIdentityCredential"}
 	if got, want := d.credential(), "Microsoft Entra ID through DefaultAzureCredential: managed identity (ManagedIdentityCredential)"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -157,7 +157,7 @@ type StorageError struct {
 
 	kind    errKind
 	summary string    // what happened when no answer came; "storage unreachable" if empty
-	setting setting   // the account's or the container's setting that refused it (account.go)
+	setting setting   // the account's or the container's setting that refused it (settingOf)
 	date    time.Time // the answer's Date header; zero if none came
 }
 

@@ -12,13 +12,16 @@
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
-// releases, NAME~done/HOST, are still read.
+// releases, NAME~done/HOST, are still read. Here too: Azure's naming rules
+// for accounts, containers and blobs, and the pause marker's record.
 
 package lease
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MarkerSep separates a lease name from the kind of one of its other blobs.
@@ -103,4 +106,127 @@ func ParseBlobName(blob string) BlobName {
 		}
 	}
 	return b
+}
+
+// validateContainer applies Azure's container naming rules.
+func validateContainer(name string) error {
+	bad := func(why string) error { return configErr("container name", "%q: %s", name, why) }
+	if len(name) < 3 || len(name) > 63 {
+		return bad("must be 3 to 63 characters long")
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+		case ch == '-':
+			if i == 0 || i == len(name)-1 {
+				return bad("must start and end with a letter or digit")
+			}
+			if name[i-1] == '-' {
+				return bad("must not contain consecutive hyphens")
+			}
+		default:
+			return bad("only lowercase letters, digits and hyphens are allowed")
+		}
+	}
+	return nil
+}
+
+// validateBlobName refuses names Azure rejects or a URL would rewrite.
+func validateBlobName(name string) error {
+	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
+	switch {
+	case name == "":
+		return configErr("lease name", "empty: set --lease (LEADERRUN_LEASE)")
+	case len(name) > 1024:
+		return bad("longer than 1024 characters")
+	case strings.HasSuffix(name, "."):
+		return bad("must not end with a dot")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return bad("control characters and backslashes are not allowed")
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return bad(`empty, "." and ".." path segments are not allowed`)
+		}
+	}
+	return nil
+}
+
+// validateAccount applies Azure's account naming rules (it becomes a host name).
+func validateAccount(name string) error {
+	if len(name) < 3 || len(name) > 24 {
+		return configErr("storage account", "%q: must be 3 to 24 characters long", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if ch := name[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9') {
+			return configErr("storage account", "%q: only lowercase letters and digits are allowed", name)
+		}
+	}
+	return nil
+}
+
+func escapeBlobName(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// The pause marker's metadata keys. While the marker exists and has not run
+// out, no contender acquires NAME. It is a zero-length blob of its own, so
+// its keys do not count against the lease blob's 8 KB.
+const (
+	mdPauseReason = "reason" // printable ASCII, at most maxPauseReasonLen characters; absent if none given
+	mdPauseSince  = "since"  // RFC 3339, service time: when the pause began
+	mdPauseUntil  = "until"  // RFC 3339, service time; absent: until resume
+)
+
+const maxPauseReasonLen = 256
+
+// Pause is a lease's pause, as its marker records it (service times).
+type Pause struct {
+	Reason string    // "" if none was given
+	Since  time.Time // zero if not recorded
+	Until  time.Time // zero: open-ended, until `leaderrun resume`
+}
+
+// pauseOf reads a pause marker's metadata (keys lowercase). The marker's
+// existence is the pause, so a malformed value reads as absent: a malformed
+// until errs on the side the operator asked for, open-ended.
+func pauseOf(md map[string]string) *Pause {
+	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC()}
+}
+
+// Active reports whether the pause holds at now (the service's Date): a nil
+// pause never does, an open-ended one always, one with Until until then.
+// With a zero now (no Date seen) a pause with Until is taken as active.
+func (p *Pause) Active(now time.Time) bool {
+	if p == nil {
+		return false
+	}
+	return p.Until.IsZero() || now.IsZero() || now.Before(p.Until)
+}
+
+// Metadata is what `leaderrun pause` writes on the marker. A reason not in
+// printable ASCII, over 256 characters or space-padded is a *ConfigError.
+func (p Pause) Metadata() (map[string]string, error) {
+	md := map[string]string{}
+	if p.Reason != "" {
+		if err := checkHeaderValue("pause reason", p.Reason, maxPauseReasonLen); err != nil {
+			return nil, err
+		}
+		md[mdPauseReason] = p.Reason
+	}
+	if !p.Since.IsZero() {
+		md[mdPauseSince] = formatTime(p.Since)
+	}
+	if !p.Until.IsZero() {
+		md[mdPauseUntil] = formatTime(p.Until)
+	}
+	return md, nil
 }
