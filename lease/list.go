@@ -20,8 +20,8 @@ type containerAPI interface {
 	// (and prefix "") it does not page through the helper blobs (names.go):
 	// it stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
-	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (account.go)
-	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (account.go)
+	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (azblob.go)
+	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (azblob.go)
 }
 
 // listedBlob is one blob of a listing.
@@ -172,7 +172,7 @@ func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) (
 	out := make([]Listed, 0, len(blobs))
 	for _, b := range blobs {
 		if isDirectory(b.Metadata) {
-			continue // a hierarchical namespace's directory (account.go)
+			continue // a hierarchical namespace's directory (isDirectory, blob.go)
 		}
 		p := PropertiesOf(State(b.LeaseState), b.Metadata, ans.Date)
 		p.etag = b.ETag

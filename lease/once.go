@@ -35,7 +35,7 @@ func slotsErr(lease string, want, recorded int) *ConfigError {
 func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 
 // pollCheck ends the wait, on any read, before any write: another slot count
-// recorded, --once with a success recorded, a directory (account.go).
+// recorded, --once with a success recorded, a directory (isDirectory, blob.go).
 func (a *attempt) pollCheck(p *Properties) error {
 	if p.Directory {
 		return directoryError(a.b.name)

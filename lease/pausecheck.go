@@ -1,5 +1,5 @@
 // The pause of a lease, as requests: reading, writing and deleting its
-// marker (NAME~pause: names.go, pause.go), and a contender's check before
+// marker (NAME~pause: names.go), and a contender's check before
 // each acquire: one read per acquire, never per poll of a held lease. The
 // optimistic acquire sends it along (no extra round trip) and, if paused,
 // releases the lease it got without claiming a term; a follower whose poll
