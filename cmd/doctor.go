@@ -32,13 +32,13 @@ const doctorTimeout = 2 * time.Minute
 
 type doctorOptions struct {
 	loc           locationOptions
-	leaseDuration durationValue
+	leaseDuration time.Duration
 	killGrace     time.Duration
 	output        string
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
-	o := &doctorOptions{leaseDuration: durationValue(lease.DefaultDuration)}
+	o := &doctorOptions{leaseDuration: lease.DefaultDuration}
 	c := &cobra.Command{
 		Use:   "doctor [-l NAME] [-o text|json]",
 		Short: "Try everything a run needs on this account, before the fleet relies on it",
@@ -77,7 +77,7 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 	fs := c.Flags()
 	fs.StringVarP(&o.loc.lease, "lease", "l", "", "the lease a run will use; the scratch blob goes beside it (env LEADERRUN_LEASE)")
 	o.loc.addContainerFlags(fs)
-	fs.Var(&o.leaseDuration, "lease-duration", "the lease duration runs will use, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
+	fs.Var((*durationValue)(&o.leaseDuration), "lease-duration", "the lease duration runs will use, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
 	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "the --kill-grace runs will use")
 	addOutputFlag(fs, &o.output)
 	return c
@@ -109,7 +109,7 @@ func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
 	defer cancel()
 	checks, err := lease.Doctor(ctx, lease.DoctorConfig{
 		Client:    o.loc.clientConfig(o.loc.lease, a.log),
-		Duration:  time.Duration(o.leaseDuration),
+		Duration:  o.leaseDuration,
 		KillGrace: o.killGrace,
 	})
 	if err != nil {

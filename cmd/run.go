@@ -29,29 +29,28 @@ import (
 // Most flags fill the run's options (leader.Options) directly; complete
 // checks them and fills in the rest.
 type runOptions struct {
-	loc           locationOptions
-	run           leader.Options
-	leaseDuration durationValue
-	killSignal    string
-	pingURL       string // --ping-url, env LEADERRUN_PING_URL
-	pingTemplate  string
-	oncePerHost   bool
-	scheduleSpec  string // schedule.go
+	loc          locationOptions
+	run          leader.Options
+	killSignal   string
+	pingURL      string // --ping-url, env LEADERRUN_PING_URL
+	pingTemplate string
+	oncePerHost  bool
+	scheduleSpec string // schedule.go
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.loc.addFlags(fs)
-	o.leaseDuration = durationValue(15 * time.Second)
 	r := &o.run
+	r.Lease.Duration = lease.DefaultDuration
 	fs.StringVar(&r.Lease.Identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
 	fs.BoolVarP(&r.NoWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
 	fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
 	fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
-	fs.Var(&o.leaseDuration, "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
+	fs.Var((*durationValue)(&r.Lease.Duration), "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
 	fs.DurationVar(&r.Lease.RenewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
 	fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
-	fs.DurationVar(&r.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+	fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
 	fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
 	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
@@ -119,7 +118,7 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	for name, d := range map[string]time.Duration{
 		"--timeout": r.Timeout, "--renew-interval": r.Lease.RenewInterval, "--poll-interval": r.Lease.PollInterval,
-		"--kill-grace": r.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
+		"--kill-grace": r.Lease.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
 	} {
 		if d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", name, d)
@@ -158,16 +157,6 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	return nil
 }
 
-// leaseConfig is the lease's part of the options.
-func (o *runOptions) leaseConfig(log hclog.Logger) lease.Config {
-	cfg := o.run.Lease
-	cfg.Duration = time.Duration(o.leaseDuration)
-	cfg.KillGrace = o.run.KillGrace
-	cfg.Version = versionShort()
-	cfg.Logger = log
-	return cfg
-}
-
 // hostname is this host's name, "localhost" if it has none.
 func hostname() string {
 	host, err := os.Hostname()
@@ -204,7 +193,7 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	}
 	r := o.run
 	r.Client = client
-	r.Lease = o.leaseConfig(a.log)
+	r.Lease.Version, r.Lease.Logger = Version(), a.log
 	return leader.Run(ctx, r)
 }
 

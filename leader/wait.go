@@ -1,7 +1,9 @@
 package leader
 
-// Waiting for the lease: the acquire, what a waiting follower reports, and
-// a terminating signal that ends the wait.
+// Waiting for the lease: the acquire, what a waiting follower reports, a
+// terminating signal that ends the wait, COMMAND's guard started meanwhile
+// (the head start), and the runs that skip (--once-per, --once,
+// --once-per-host, --schedule).
 
 import (
 	"context"
@@ -11,8 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+	"github.com/leaderrun/leaderrun/schedule"
 )
 
 // splay waits a random time in [0, d) before the first request, so that a
@@ -119,4 +125,129 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
 	return l, nil
+}
+
+// headStart starts COMMAND's guard (runner.Prepare) right before each
+// acquire request, so that the guard's start, a whole process's, overlaps
+// the storage round trips instead of following them; COMMAND itself starts
+// once the lease is held. The guard is discarded when the wait for a held
+// lease begins, and when leaderrun ends without running COMMAND.
+type headStart struct {
+	log      hclog.Logger
+	cfg      runner.Config
+	prepared *runner.Prepared
+	failed   bool // Prepare failed: start from scratch, which reports why
+}
+
+func (h *headStart) prepare() {
+	if h.prepared != nil || h.failed {
+		return
+	}
+	p, err := runner.Prepare(h.cfg)
+	if err != nil {
+		// COMMAND was looked up before: removed since, or the guard could
+		// not start. start tries again and reports it with the run recorded.
+		h.failed = true
+		h.log.Debug("no head start for the command", "error", err)
+		return
+	}
+	h.prepared = p
+}
+
+func (h *headStart) discard() {
+	if h.prepared != nil {
+		h.prepared.Discard()
+		h.prepared = nil
+	}
+}
+
+// start starts COMMAND with env and the kill deadline already in force: in
+// the prepared guard if there is one and it works, otherwise in a new one.
+func (h *headStart) start(env []string, killBy time.Time) (*runner.Process, error) {
+	if p := h.prepared; p != nil {
+		h.prepared = nil
+		err := p.SetKillDeadline(killBy)
+		if err == nil {
+			var proc *runner.Process
+			if proc, err = p.Launch(env); err == nil {
+				return proc, nil
+			}
+		}
+		p.Discard()
+		h.log.Warn("the command's prepared guard failed; starting it anew", "error", err)
+	}
+	cfg := h.cfg
+	cfg.Env = env
+	proc, err := runner.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.SetKillDeadline(killBy); err != nil {
+		h.log.Warn("could not hand the kill deadline to the guard", "error", err)
+	}
+	return proc, nil
+}
+
+// leaseSchedule is the schedule as the lease asks it (lease.Schedule).
+type leaseSchedule struct {
+	s        *schedule.Schedule
+	deadline time.Duration
+}
+
+func (l leaseSchedule) String() string { return l.s.String() }
+
+func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
+	d := l.s.Decide(now, created, last, l.deadline)
+	reason := lease.SkipNotDue
+	switch d.Verdict {
+	case schedule.Run:
+		return d.Occurrence, nil
+	case schedule.Started:
+		reason = lease.SkipStarted
+	case schedule.Missed:
+		reason = lease.SkipMissed
+	}
+	return d.Occurrence, &lease.SkipError{Reason: reason, Occurrence: d.Occurrence}
+}
+
+// leaseSchedule is WaitOptions.Schedule: nil without --schedule.
+func (o *Options) leaseSchedule() lease.Schedule {
+	if o.Schedule == nil {
+		return nil
+	}
+	return leaseSchedule{s: o.Schedule, deadline: o.StartingDeadline}
+}
+
+// logSkip says why an invocation ran nothing: a missed occurrence is the
+// one WARNING; a scheduled invocation that finds nothing due says so at
+// debug level; the other skips at info.
+func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
+	switch skip.Reason {
+	case lease.SkipMissed:
+		log.Warn("missed: a scheduled occurrence never started and is past --starting-deadline; it will not run",
+			"occurrence", rfc3339(skip.Occurrence), "schedule", o.Schedule.String(), "starting_deadline", o.StartingDeadline)
+	case lease.SkipStarted:
+		log.Debug("skipped: the occurrence due was already started", "occurrence", rfc3339(skip.Occurrence))
+	case lease.SkipNotDue:
+		log.Debug("skipped: no occurrence of the schedule is due", "latest", rfc3339(skip.Occurrence))
+	case lease.SkipOnce:
+		args := []any{"succeeded_on", skip.Holder}
+		if !skip.Start.IsZero() {
+			args = append(args, "succeeded_at", rfc3339(skip.Start))
+		}
+		log.Info("skipped: a run already completed with status 0 (--once)", args...)
+	case lease.SkipOncePerHost:
+		log.Info("skipped: this host already completed a run with status 0 (--once-per-host)", "host", skip.Holder)
+	case lease.SkipOncePer:
+		log.Info("skipped: a run started within the --once-per window", "window", o.OncePer,
+			"last_run_by", skip.Holder, "last_run_start", rfc3339(skip.Start))
+	}
+}
+
+// rfc3339 is t in UTC as RFC 3339; "" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
