@@ -5,7 +5,6 @@ package cmd
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,8 +17,7 @@ import (
 )
 
 func newHistoryCmd(a *app) *cobra.Command {
-	o := &readOptions{}
-	c := &cobra.Command{
+	return newReadCmd(a, &cobra.Command{
 		Use:   "history -l NAME [-o text|json]",
 		Short: "Show the recent runs of a lease, newest first",
 		Long: `history prints the runs the lease keeps in its metadata, newest first: the
@@ -34,20 +32,12 @@ shows its end and exit status as unknown. A run in progress shows as running.
 values are null. Exit status 0, or 69 when the storage cannot be read.`,
 		Example: `  leaderrun history -l cron/report
   leaderrun history -l cron/report -o json | jq '[.[] | select(.exitCode != 0)] | length'`,
-		Args: unexpectedArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.loc.complete(c.Flags()); err != nil {
-				return err
-			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			return runHistory(c.Context(), a, o)
-		},
-	}
-	o.loc.addFlags(c.Flags())
-	addOutputFlag(c.Flags(), &o.output)
-	return c
+	}, func(o *readOptions, v *lease.View) error {
+		if o.output == "json" {
+			return writeJSON(a.stdout, historyJSON(v.Runs()))
+		}
+		return writeHistoryText(a.stdout, v.Runs(), v.Date)
+	})
 }
 
 // runJSON is one run in history -o json; unknown values are null.
@@ -57,20 +47,6 @@ type runJSON struct {
 	Start    *time.Time `json:"start"`
 	End      *time.Time `json:"end"`
 	ExitCode *int       `json:"exitCode"`
-}
-
-func runHistory(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
-	defer cancel()
-	_, v, err := o.loc.view(rctx, a.log)
-	if err != nil {
-		return err
-	}
-	runs := v.Runs()
-	if o.output == "json" {
-		return writeJSON(a.stdout, historyJSON(runs))
-	}
-	return writeHistoryText(a.stdout, runs, v.Date)
 }
 
 func historyJSON(runs []lease.Run) []runJSON {

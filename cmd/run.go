@@ -97,15 +97,21 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		return err
 	}
 	if err := envDefaults(fs, map[string]string{
-		"identity":       "LEADERRUN_IDENTITY",
-		"lease-duration": "LEADERRUN_LEASE_DURATION",
-		"ping-url":       "LEADERRUN_PING_URL",
-		"metrics-file":   "LEADERRUN_METRICS_FILE",
+		"identity":         "LEADERRUN_IDENTITY",
+		"lease-duration":   "LEADERRUN_LEASE_DURATION",
+		"ping-url":         "LEADERRUN_PING_URL",
+		"metrics-file":     "LEADERRUN_METRICS_FILE",
+		"schedule":         "LEADERRUN_SCHEDULE",
+		"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS",
 	}); err != nil {
 		return err
 	}
-	if err := o.completeEvents(fs); err != nil {
-		return err
+	// The metadata service's address is checked only when the flag is on.
+	if r.ScheduledEvents {
+		r.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
+		if _, err := imds.NewClient(imds.Config{Endpoint: r.IMDSEndpoint}); err != nil {
+			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", r.IMDSEndpoint, err)
+		}
 	}
 	if o.oncePerHost {
 		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())
@@ -195,22 +201,6 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	r.Client = client
 	r.Lease.Version, r.Lease.Logger = Version(), a.log
 	return leader.Run(ctx, r)
-}
-
-// completeEvents reads the environment; an endpoint that cannot be used
-// is a usage error. The endpoint is checked only when the flag is on.
-func (o *runOptions) completeEvents(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
-		return err
-	}
-	if !o.run.ScheduledEvents {
-		return nil
-	}
-	o.run.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
-	if _, err := imds.NewClient(imds.Config{Endpoint: o.run.IMDSEndpoint}); err != nil {
-		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.run.IMDSEndpoint, err)
-	}
-	return nil
 }
 
 // parseSignal accepts TERM, SIGTERM, sigterm or 15.

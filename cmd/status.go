@@ -24,9 +24,34 @@ type readOptions struct {
 	output string
 }
 
-func newStatusCmd(a *app) *cobra.Command {
+// newReadCmd gives c, status or history, the flags of one lease and -o,
+// and makes it read the lease once their checks pass (one listing, no lease
+// operation) and show what it read.
+func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.View) error) *cobra.Command {
 	o := &readOptions{}
-	c := &cobra.Command{
+	c.Args = unexpectedArgs
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := o.loc.complete(c.Flags()); err != nil {
+			return err
+		}
+		if err := checkOutput(o.output); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), operatorTimeout)
+		defer cancel()
+		_, v, err := o.loc.view(ctx, a.log)
+		if err != nil {
+			return err
+		}
+		return show(o, v)
+	}
+	o.loc.addFlags(c.Flags())
+	addOutputFlag(c.Flags(), &o.output)
+	return c
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	return newReadCmd(a, &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
 		Long: `status lists the lease's blobs (one request, no lease operation: the slots,
@@ -38,20 +63,16 @@ Times are the storage service's. Exit status 0, or 69 when the storage cannot
 be read.`,
 		Example: `  leaderrun status -l cron/report
   leaderrun status -l cron/report -o json | jq .holder`,
-		Args: unexpectedArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.loc.complete(c.Flags()); err != nil {
-				return err
-			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			return runStatus(c.Context(), a, o)
-		},
-	}
-	o.loc.addFlags(c.Flags())
-	addOutputFlag(c.Flags(), &o.output)
-	return c
+	}, func(o *readOptions, v *lease.View) error {
+		if o.output == "json" {
+			j := toLeaseStatusJSON(v)
+			j.Lease = "" // status names no lease: it was asked for one
+			return writeJSON(a.stdout, j)
+		}
+		writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
+		writeSlotsText(a.stdout, v)
+		return nil
+	})
 }
 
 // statusJSON is status -o json: camelCase keys as the Azure CLI prints them;
@@ -77,23 +98,6 @@ type lastRunJSON struct {
 	Start    *time.Time `json:"start"`
 	End      *time.Time `json:"end"`
 	ExitCode *int       `json:"exitCode"`
-}
-
-func runStatus(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
-	defer cancel()
-	_, v, err := o.loc.view(rctx, a.log) // one listing
-	if err != nil {
-		return err
-	}
-	if o.output == "json" {
-		j := toLeaseStatusJSON(v)
-		j.Lease = "" // status names no lease: it was asked for one
-		return writeJSON(a.stdout, j)
-	}
-	writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
-	writeSlotsText(a.stdout, v)
-	return nil
 }
 
 func toStatusJSON(url string, p *lease.Properties) statusJSON {

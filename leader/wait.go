@@ -21,20 +21,6 @@ import (
 	"github.com/leaderrun/leaderrun/schedule"
 )
 
-// splay waits a random time in [0, d) before the first request, so that a
-// fleet whose clocks start it in the same second spreads out. It reports
-// false if ctx ended first (a terminating signal).
-func (inv *invocation) splay(ctx context.Context, d time.Duration) bool {
-	wait := rand.N(d)
-	inv.log.Debug("splay: waiting before the first request", "wait", wait)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(wait):
-		return true
-	}
-}
-
 // forLease acquires the lease; a terminating signal ends the wait at once.
 // It returns a nil lease when the run is skipped (--once-per, --once,
 // --once-per-host, --schedule). While a scheduled event concerns this VM
@@ -67,13 +53,21 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
-	if o.Splay > 0 && !inv.splay(waitCtx, o.Splay) {
-		cancelWait()
-		<-waitDone
-		if waitSig == 0 {
-			return nil, ctx.Err()
+	// --splay: a random wait in [0, Splay) before the first request, so
+	// that a fleet whose clocks start it in the same second spreads out.
+	if o.Splay > 0 {
+		wait := rand.N(o.Splay)
+		log.Debug("splay: waiting before the first request", "wait", wait)
+		select {
+		case <-time.After(wait):
+		case <-waitCtx.Done(): // a terminating signal
+			cancelWait()
+			<-waitDone
+			if waitSig == 0 {
+				return nil, ctx.Err()
+			}
+			return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 		}
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
