@@ -9,11 +9,13 @@
 // in one pure function (outcome.go).
 package leader
 
-// A run: its options, Run, the whole flow of one run, and the signals from
+// A run: its options, Run, the whole flow of one run, the exit statuses of
+// storage errors and of a COMMAND that cannot start, and the signals from
 // outside that it handles.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -132,6 +134,27 @@ func Run(ctx context.Context, o Options) error {
 	err = h.run(ctx) // the lease is released when it returns
 	mon.wait()
 	return err
+}
+
+// StorageExit maps an error from the lease package to leaderrun's exit
+// status: a configuration it refuses is a usage error (64), anything else is
+// storage that is unreachable, unauthorized or refused (69).
+func StorageExit(err error) error {
+	var ce *lease.ConfigError
+	if errors.As(err, &ce) {
+		return exit.With(exit.Usage, err)
+	}
+	return exit.With(exit.Unavailable, err)
+}
+
+// execCode is the exit status for a COMMAND that cannot be started (its
+// *runner.ExecError): 127 not found, 126 not executable.
+func execCode(err error) int {
+	var ee *runner.ExecError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return exit.NotExec
 }
 
 // outsideSignals are the signals a run handles: the terminating ones ask

@@ -1,9 +1,9 @@
 package leader
 
 // Waiting for the lease: the acquire, what a waiting follower reports, a
-// terminating signal that ends the wait, COMMAND's guard started meanwhile
-// (the head start), and the runs that skip (--once-per, --once,
-// --once-per-host, --schedule).
+// terminating signal that ends the wait, the exit status of a wait that
+// acquired nothing, COMMAND's guard started meanwhile (the head start), and
+// the runs that skip (--once-per, --once, --once-per-host, --schedule).
 
 import (
 	"context"
@@ -119,6 +119,49 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
 	return l, nil
+}
+
+// acquireExit maps what ended the wait for the lease.
+func acquireExit(err error, sig syscall.Signal, o *Options) error {
+	name := o.Client.Name()
+	var held *lease.HeldError
+	switch {
+	case sig != 0 && errors.Is(err, context.Canceled):
+		return exit.With(exit.SignalBase+int(sig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(sig), name))
+	case errors.As(err, &held):
+		why := "--no-wait"
+		if !o.NoWait {
+			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
+		}
+		if held.Reason != "" { // kept off by a pause or a scheduled event
+			return exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
+		}
+		return exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
+	}
+	return StorageExit(err)
+}
+
+// heldText names the holder of a lease found held, as far as it is known.
+// The metadata may predate the lease (a new holder writes its name a round
+// trip after its acquire): then, or when it names this very identity, which
+// does not hold the lease, the holder is not known yet.
+func heldText(held *lease.HeldError, self string) string {
+	holder := held.Holder
+	switch {
+	case held.Stale:
+		if holder == "" {
+			holder = "no holder"
+		}
+		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", holder)
+	case holder != "" && holder == self:
+		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
+	case holder == "":
+		holder = "another holder"
+	}
+	if held.Since.IsZero() {
+		return holder
+	}
+	return holder + " since " + rfc3339(held.Since)
 }
 
 // headStart starts COMMAND's guard (runner.Prepare) right before each
