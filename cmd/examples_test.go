@@ -176,7 +176,7 @@ func unitProblems(t *testing.T, text string) []string {
 	if err != nil {
 		return append(problems, err.Error())
 	}
-	if !o.run.ScheduledEvents {
+	if !o.scheduledEvents {
 		problems = append(problems, "a hot standby on Azure VMs should step down before the platform takes the VM: --scheduled-events")
 	}
 	stop, err := systemdDuration(svc["TimeoutStopSec"])

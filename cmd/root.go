@@ -177,7 +177,7 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 			return a.setupLog(c)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := opts.complete(c, args); err != nil {
+			if err := opts.complete(c, a.log); err != nil {
 				return err
 			}
 			return run(c.Context(), a, opts)

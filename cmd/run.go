@@ -29,13 +29,14 @@ import (
 // Most flags fill the run's options (leader.Options) directly; complete
 // checks them and fills in the rest.
 type runOptions struct {
-	loc          locationOptions
-	run          leader.Options
-	killSignal   string
-	pingURL      string // --ping-url, env LEADERRUN_PING_URL
-	pingTemplate string
-	oncePerHost  bool
-	scheduleSpec string // schedule.go
+	loc             locationOptions
+	run             leader.Options
+	killSignal      string
+	pingURL         string // --ping-url, env LEADERRUN_PING_URL
+	pingTemplate    string
+	oncePerHost     bool
+	scheduleSpec    string // schedule.go
+	scheduledEvents bool
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
@@ -66,7 +67,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.Health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
 	fs.IntVar(&r.Health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
 	fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
-	fs.BoolVar(&r.ScheduledEvents, "scheduled-events", false,
+	fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
 		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
 			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
 }
@@ -91,7 +92,9 @@ func (o *runOptions) args(c *cobra.Command, args []string) error {
 	return nil
 }
 
-func (o *runOptions) complete(c *cobra.Command, _ []string) error {
+// complete checks the options; log is the one the metadata service's
+// client logs to.
+func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	fs, r := c.Flags(), &o.run
 	if err := o.loc.complete(fs); err != nil {
 		return err
@@ -107,11 +110,13 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 		return err
 	}
 	// The metadata service's address is checked only when the flag is on.
-	if r.ScheduledEvents {
-		r.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
-		if _, err := imds.NewClient(imds.Config{Endpoint: r.IMDSEndpoint}); err != nil {
-			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", r.IMDSEndpoint, err)
+	if o.scheduledEvents {
+		endpoint := os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
+		events, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
+		if err != nil {
+			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
 		}
+		r.Events = events
 	}
 	if o.oncePerHost {
 		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())

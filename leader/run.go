@@ -62,10 +62,9 @@ type Options struct {
 	Schedule         *schedule.Schedule
 	StartingDeadline time.Duration
 
-	// ScheduledEvents watches the metadata service at IMDSEndpoint ("":
-	// the default address) for events that concern this VM.
-	ScheduledEvents bool
-	IMDSEndpoint    string
+	// Events is the metadata service's client that --scheduled-events
+	// watches for events that concern this VM; nil: not watched.
+	Events *imds.Client
 
 	Pinger      *monitor.Pinger // nil: no pings
 	MetricsFile string          // "": no metrics file
@@ -110,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	sd.status("acquiring lease " + o.Client.Name())
 	sd.start()
 	defer sd.close()
-	events, stopEvents, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
+	events, stopEvents, err := startEvents(ctx, log, o.Events)
 	if err != nil {
 		return err
 	}
