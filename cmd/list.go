@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/leader"
@@ -52,17 +51,6 @@ Ages are by the storage service's clock (the listing's Date).
 	o.loc.addContainerFlags(c.Flags())
 	addOutputFlag(c.Flags(), &o.output)
 	return c
-}
-
-func addOutputFlag(fs *pflag.FlagSet, output *string) {
-	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
-}
-
-func checkOutput(output string) error {
-	if output != "text" && output != "json" {
-		return exit.Usagef("invalid --output %q: use text or json", output)
-	}
-	return nil
 }
 
 func runList(ctx context.Context, a *app, o *readOptions) error {

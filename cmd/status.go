@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -52,6 +54,17 @@ func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.Vie
 	o.loc.addFlags(c.Flags())
 	addOutputFlag(c.Flags(), &o.output)
 	return c
+}
+
+func addOutputFlag(fs *pflag.FlagSet, output *string) {
+	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return exit.Usagef("invalid --output %q: use text or json", output)
+	}
+	return nil
 }
 
 func newStatusCmd(a *app) *cobra.Command {
