@@ -23,8 +23,9 @@ import (
 
 // forLease acquires the lease; a terminating signal ends the wait at once.
 // It returns a nil lease when the run is skipped (--once-per, --once,
-// --once-per-host, --schedule). While a scheduled event concerns this VM
-// (--scheduled-events) it does not acquire.
+// --once-per-host, --schedule), and an error with the exit status and the
+// one line that says why when it acquired nothing. While a scheduled event
+// concerns this VM (--scheduled-events) it does not acquire.
 func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	log, o, sd, hs, name := inv.log, inv.o, inv.sd, inv.hs, inv.o.Client.Name()
 	waitCtx, cancelWait := context.WithCancel(ctx)
@@ -106,8 +107,19 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		// invocation tries again while the occurrence is due.
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
+	case waitSig != 0 && errors.Is(err, context.Canceled):
+		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(waitSig), name))
+	case errors.As(err, &held):
+		why := "--no-wait"
+		if !o.NoWait {
+			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
+		}
+		if held.Reason != "" { // kept off by a pause or a scheduled event
+			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
+		}
+		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
 	case err != nil:
-		return nil, acquireExit(err, waitSig, o)
+		return nil, StorageExit(err)
 	case waitSig != 0:
 		// The signal came as the acquire succeeded: the wait ends as if it
 		// had come a moment sooner, and the lease goes back unused.
@@ -119,26 +131,6 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
 	return l, nil
-}
-
-// acquireExit maps what ended the wait for the lease.
-func acquireExit(err error, sig syscall.Signal, o *Options) error {
-	name := o.Client.Name()
-	var held *lease.HeldError
-	switch {
-	case sig != 0 && errors.Is(err, context.Canceled):
-		return exit.With(exit.SignalBase+int(sig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(sig), name))
-	case errors.As(err, &held):
-		why := "--no-wait"
-		if !o.NoWait {
-			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
-		}
-		if held.Reason != "" { // kept off by a pause or a scheduled event
-			return exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
-		}
-		return exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
-	}
-	return StorageExit(err)
 }
 
 // heldText names the holder of a lease found held, as far as it is known.
