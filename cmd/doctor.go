@@ -31,14 +31,13 @@ const (
 const doctorTimeout = 2 * time.Minute
 
 type doctorOptions struct {
-	loc           locationOptions
-	leaseDuration durationValue
-	killGrace     time.Duration
-	output        string
+	loc    locationOptions
+	cfg    lease.DoctorConfig // Client: filled by runDoctor
+	output string
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
-	o := &doctorOptions{leaseDuration: durationValue(lease.DefaultDuration)}
+	o := &doctorOptions{cfg: lease.DoctorConfig{Duration: lease.DefaultDuration}}
 	c := &cobra.Command{
 		Use:   "doctor [-l NAME] [-o text|json]",
 		Short: "Try everything a run needs on this account, before the fleet relies on it",
@@ -77,8 +76,8 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 	fs := c.Flags()
 	fs.StringVarP(&o.loc.lease, "lease", "l", "", "the lease a run will use; the scratch blob goes beside it (env LEADERRUN_LEASE)")
 	o.loc.addContainerFlags(fs)
-	fs.Var(&o.leaseDuration, "lease-duration", "the lease duration runs will use, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
-	fs.DurationVar(&o.killGrace, "kill-grace", 10*time.Second, "the --kill-grace runs will use")
+	fs.Var((*durationValue)(&o.cfg.Duration), "lease-duration", "the lease duration runs will use, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
+	fs.DurationVar(&o.cfg.KillGrace, "kill-grace", 10*time.Second, "the --kill-grace runs will use")
 	addOutputFlag(fs, &o.output)
 	return c
 }
@@ -93,8 +92,8 @@ func (o *doctorOptions) complete(fs *pflag.FlagSet) error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	if o.killGrace < 0 {
-		return fmt.Errorf("invalid --kill-grace %s: must not be negative", o.killGrace)
+	if o.cfg.KillGrace < 0 {
+		return fmt.Errorf("invalid --kill-grace %s: must not be negative", o.cfg.KillGrace)
 	}
 	return nil
 }
@@ -107,11 +106,8 @@ func doctorUsageError(err error) error {
 func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
-	checks, err := lease.Doctor(ctx, lease.DoctorConfig{
-		Client:    o.loc.clientConfig(o.loc.lease, a.log),
-		Duration:  time.Duration(o.leaseDuration),
-		KillGrace: o.killGrace,
-	})
+	o.cfg.Client = o.loc.clientConfig(o.loc.lease, a.log)
+	checks, err := lease.Doctor(ctx, o.cfg)
 	if err != nil {
 		return doctorUsageError(err)
 	}

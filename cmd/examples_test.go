@@ -53,7 +53,7 @@ func lineOptions(t *testing.T, args []string, env map[string]string) (*runOption
 		if err != nil {
 			return err
 		}
-		if _, err := lease.NewElector(client, o.leaseConfig(a.log)); err != nil {
+		if _, err := lease.NewElector(client, o.run.Lease); err != nil {
 			return leader.StorageExit(err)
 		}
 		got = o
@@ -176,14 +176,14 @@ func unitProblems(t *testing.T, text string) []string {
 	if err != nil {
 		return append(problems, err.Error())
 	}
-	if !o.run.ScheduledEvents {
+	if !o.scheduledEvents {
 		problems = append(problems, "a hot standby on Azure VMs should step down before the platform takes the VM: --scheduled-events")
 	}
 	stop, err := systemdDuration(svc["TimeoutStopSec"])
-	if err != nil || stop <= o.run.KillGrace {
-		problems = append(problems, fmt.Sprintf("TimeoutStopSec %v must exceed --kill-grace %s", svc["TimeoutStopSec"], o.run.KillGrace))
+	if err != nil || stop <= o.run.Lease.KillGrace {
+		problems = append(problems, fmt.Sprintf("TimeoutStopSec %v must exceed --kill-grace %s", svc["TimeoutStopSec"], o.run.Lease.KillGrace))
 	}
-	renew := time.Duration(o.leaseDuration) / 3
+	renew := o.run.Lease.Duration / 3
 	if o.run.Lease.RenewInterval > 0 {
 		renew = o.run.Lease.RenewInterval
 	}

@@ -1,13 +1,20 @@
 package cmd
 
-// `leaderrun list`: every lease of the container from one paged listing.
+// `leaderrun list`: every lease of the container from one paged listing,
+// rendered as an aligned table or JSON (the JSON that status grows from).
+// The rendering is pure: the command reads the views.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/leader"
@@ -46,17 +53,6 @@ Ages are by the storage service's clock (the listing's Date).
 	return c
 }
 
-func addOutputFlag(fs *pflag.FlagSet, output *string) {
-	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
-}
-
-func checkOutput(output string) error {
-	if output != "text" && output != "json" {
-		return exit.Usagef("invalid --output %q: use text or json", output)
-	}
-	return nil
-}
-
 func runList(ctx context.Context, a *app, o *readOptions) error {
 	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
 	defer cancel()
@@ -72,4 +68,177 @@ func runList(ctx context.Context, a *app, o *readOptions) error {
 		return writeJSON(a.stdout, listJSON(leases))
 	}
 	return writeListText(a.stdout, leases)
+}
+
+// pauseJSON is a pause in JSON: until is null when open-ended.
+type pauseJSON struct {
+	Reason *string    `json:"reason"`
+	Since  *time.Time `json:"since"`
+	Until  *time.Time `json:"until"`
+}
+
+// slotStatusJSON is one slot in a lease's `slots` array.
+type slotStatusJSON struct {
+	Slot int `json:"slot"`
+	statusJSON
+}
+
+// leaseStatusJSON is one lease in `list -o json` and `status -o json`: the
+// keys of statusJSON for slot 0 (the blob NAME), `pause` (null, or the pause
+// in force at the service's Date), and only when they apply `slots` (every
+// slot blob, when N > 1) and `doneHosts`; `lease`, its name, in list only.
+type leaseStatusJSON struct {
+	Lease string `json:"lease,omitempty"`
+	statusJSON
+	Pause     *pauseJSON       `json:"pause"`
+	Slots     []slotStatusJSON `json:"slots,omitempty"`
+	DoneHosts []string         `json:"doneHosts,omitempty"`
+}
+
+// toLeaseStatusJSON converts one lease.
+func toLeaseStatusJSON(l *lease.View) leaseStatusJSON {
+	s0 := l.Slot(0)
+	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(s0.URL, s0.Props), DoneHosts: l.DoneHosts}
+	scheduleJSON(&j.statusJSON, s0.Props, l.Date)
+	if p := l.Paused(); p != nil {
+		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until)}
+	}
+	if l.SlotCount > 1 {
+		j.Slots = []slotStatusJSON{}
+		for _, s := range l.Slots {
+			j.Slots = append(j.Slots, slotStatusJSON{Slot: s.Index, statusJSON: toStatusJSON(s.URL, s.Props)})
+		}
+	}
+	return j
+}
+
+// listJSON is `list -o json`: an array, empty rather than null.
+func listJSON(leases []lease.View) []leaseStatusJSON {
+	out := make([]leaseStatusJSON, 0, len(leases))
+	for i := range leases {
+		out = append(out, toLeaseStatusJSON(&leases[i]))
+	}
+	return out
+}
+
+// listTextHolderMax is the widest holder the table shows; longer ones are
+// cut ending in "...". JSON keeps them whole.
+const listTextHolderMax = 40
+
+// writeListText prints the aligned table: one row per lease, and for a
+// lease of N > 1 slots a summary row and one indented row per slot. Ages are
+// by the service's Date.
+func writeListText(w io.Writer, leases []lease.View) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tSTATE\tHOLDER\tTERM\tSINCE\tLAST RUN\tNOTES")
+	for i := range leases {
+		l := &leases[i]
+		notes := leaseNotes(l)
+		if l.SlotCount <= 1 {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, slotCells(l.Slot(0).Props, l.Date), notes)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d leased\t-\t-\t-\t-\t%s\n", l.Name, l.Held(), l.SlotCount, notes)
+		for _, s := range l.Slots {
+			fmt.Fprintf(tw, "  slot %d\t%s\n", s.Index, slotCells(s.Props, l.Date))
+		}
+	}
+	return tw.Flush()
+}
+
+// slotCells is STATE, HOLDER, TERM, SINCE and LAST RUN (the newest run
+// that is over: a running one shows as the state, holder and since),
+// tab-separated.
+func slotCells(p *lease.Properties, now time.Time) string {
+	if p.State == lease.StateAbsent {
+		return "never held\t-\t-\t-\t-"
+	}
+	holder, term, since := "-", "-", "-"
+	if p.Holder != "" {
+		holder = cutText(p.Holder, listTextHolderMax)
+	}
+	if p.Term > 0 {
+		term = strconv.FormatInt(p.Term, 10)
+	}
+	if !p.AcquiredAt.IsZero() {
+		since = shortAgo(p.AcquiredAt, now)
+	}
+	last := "-"
+	for _, r := range lease.ReadHistory(p.Metadata, p.State.Held()) {
+		if !r.Running {
+			last = lastRunText(r, now)
+			break
+		}
+	}
+	return strings.Join([]string{string(p.State), holder, term, since, last}, "\t")
+}
+
+// lastRunText describes a run that is over: "exit 0, 5m ago on vm-3",
+// "lost its lease, started 1h ago on vm-2".
+func lastRunText(r lease.Run, now time.Time) string {
+	on := "on " + cutText(cmp.Or(r.Holder, "an unknown host"), listTextHolderMax)
+	switch {
+	case r.EndUnknown():
+		return "lost its lease, started " + shortAgo(r.Start, now) + " " + on
+	case r.ExitCode == nil:
+		return "ended " + shortAgo(r.End, now) + " " + on
+	case r.End.IsZero():
+		return fmt.Sprintf("exit %d, started %s %s", *r.ExitCode, shortAgo(r.Start, now), on)
+	}
+	return fmt.Sprintf("exit %d, %s %s", *r.ExitCode, shortAgo(r.End, now), on)
+}
+
+func leaseNotes(l *lease.View) string {
+	var notes []string
+	if p := l.Paused(); p != nil {
+		n := "PAUSED"
+		if !p.Until.IsZero() {
+			n += " until " + p.Until.Format(time.RFC3339)
+		}
+		if p.Reason != "" {
+			n += ": " + p.Reason
+		}
+		notes = append(notes, n)
+	}
+	if v, ok := viewSchedule(l.Slot(0).Props, l.Date); ok {
+		n := "schedule " + v.spec
+		if !v.next.IsZero() {
+			n += ", next " + v.next.Format(time.RFC3339)
+		}
+		if !v.missed.IsZero() {
+			n += ", MISSED " + v.missed.Format(time.RFC3339)
+		}
+		notes = append(notes, n)
+	}
+	if n := len(l.DoneHosts); n == 1 {
+		notes = append(notes, "1 host done")
+	} else if n > 1 {
+		notes = append(notes, strconv.Itoa(n)+" hosts done")
+	}
+	if len(notes) == 0 {
+		return "-"
+	}
+	return strings.Join(notes, "; ")
+}
+
+// shortAgo is how long before now t was, in its largest whole unit:
+// "42s ago", "3m ago", "5h ago", "3d ago" (never negative).
+func shortAgo(t, now time.Time) string {
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s ago"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m ago"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h ago"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
+}
+
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

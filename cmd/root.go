@@ -1,3 +1,7 @@
+// Package cmd is leaderrun's command line: each command checks its flags
+// into options, makes one call (leader.Run for a run, the lease package for
+// the operator's commands), renders what comes back, and Execute turns the
+// outcome into the exit status.
 package cmd
 
 // Execute, the root command's tree, and what every command shares: the
@@ -95,6 +99,14 @@ func (e *pluginExit) Error() string { return e.res.Line }
 
 func newRootCmd(a *app) *cobra.Command { return newRootCmdWith(a, runLeader) }
 
+// Command returns leaderrun's command tree, writing to io.Discard, for
+// scripts/man, which writes the man pages from it: outside the binary, so
+// that leaderrun does not load a man-page renderer at every start.
+func Command() *cobra.Command {
+	a := &app{stdout: io.Discard, stderr: io.Discard, log: newLogger(io.Discard, logOptions{level: "info"})}
+	return newRootCmd(a)
+}
+
 // newRootCmdWith is newRootCmd with the function that runs a validated
 // command line given, so that tests can check a line without running it.
 func newRootCmdWith(a *app, run func(context.Context, *app, *runOptions) error) *cobra.Command {
@@ -160,12 +172,12 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 		Args:          opts.args,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       versionString(),
+		Version:       currentVersion().String(),
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			return a.setupLog(c)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := opts.complete(c, args); err != nil {
+			if err := opts.complete(c, a.log); err != nil {
 				return err
 			}
 			return run(c.Context(), a, opts)

@@ -29,29 +29,29 @@ import (
 // Most flags fill the run's options (leader.Options) directly; complete
 // checks them and fills in the rest.
 type runOptions struct {
-	loc           locationOptions
-	run           leader.Options
-	leaseDuration durationValue
-	killSignal    string
-	pingURL       string // --ping-url, env LEADERRUN_PING_URL
-	pingTemplate  string
-	oncePerHost   bool
-	scheduleSpec  string // schedule.go
+	loc             locationOptions
+	run             leader.Options
+	killSignal      string
+	pingURL         string // --ping-url, env LEADERRUN_PING_URL
+	pingTemplate    string
+	oncePerHost     bool
+	scheduleSpec    string // schedule.go
+	scheduledEvents bool
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	o.loc.addFlags(fs)
-	o.leaseDuration = durationValue(15 * time.Second)
 	r := &o.run
+	r.Lease.Duration = lease.DefaultDuration
 	fs.StringVar(&r.Lease.Identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
 	fs.BoolVarP(&r.NoWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
 	fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
 	fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
-	fs.Var(&o.leaseDuration, "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
+	fs.Var((*durationValue)(&r.Lease.Duration), "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
 	fs.DurationVar(&r.Lease.RenewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
 	fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
 	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
-	fs.DurationVar(&r.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+	fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
 	fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
 	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
@@ -67,7 +67,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.Health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
 	fs.IntVar(&r.Health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
 	fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
-	fs.BoolVar(&r.ScheduledEvents, "scheduled-events", false,
+	fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
 		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
 			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
 }
@@ -92,21 +92,31 @@ func (o *runOptions) args(c *cobra.Command, args []string) error {
 	return nil
 }
 
-func (o *runOptions) complete(c *cobra.Command, _ []string) error {
+// complete checks the options; log is the one the metadata service's
+// client logs to.
+func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	fs, r := c.Flags(), &o.run
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}
 	if err := envDefaults(fs, map[string]string{
-		"identity":       "LEADERRUN_IDENTITY",
-		"lease-duration": "LEADERRUN_LEASE_DURATION",
-		"ping-url":       "LEADERRUN_PING_URL",
-		"metrics-file":   "LEADERRUN_METRICS_FILE",
+		"identity":         "LEADERRUN_IDENTITY",
+		"lease-duration":   "LEADERRUN_LEASE_DURATION",
+		"ping-url":         "LEADERRUN_PING_URL",
+		"metrics-file":     "LEADERRUN_METRICS_FILE",
+		"schedule":         "LEADERRUN_SCHEDULE",
+		"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS",
 	}); err != nil {
 		return err
 	}
-	if err := o.completeEvents(fs); err != nil {
-		return err
+	// The metadata service's address is checked only when the flag is on.
+	if o.scheduledEvents {
+		endpoint := os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
+		events, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
+		if err != nil {
+			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
+		}
+		r.Events = events
 	}
 	if o.oncePerHost {
 		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())
@@ -119,7 +129,7 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	}
 	for name, d := range map[string]time.Duration{
 		"--timeout": r.Timeout, "--renew-interval": r.Lease.RenewInterval, "--poll-interval": r.Lease.PollInterval,
-		"--kill-grace": r.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
+		"--kill-grace": r.Lease.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
 	} {
 		if d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", name, d)
@@ -158,16 +168,6 @@ func (o *runOptions) complete(c *cobra.Command, _ []string) error {
 	return nil
 }
 
-// leaseConfig is the lease's part of the options.
-func (o *runOptions) leaseConfig(log hclog.Logger) lease.Config {
-	cfg := o.run.Lease
-	cfg.Duration = time.Duration(o.leaseDuration)
-	cfg.KillGrace = o.run.KillGrace
-	cfg.Version = versionShort()
-	cfg.Logger = log
-	return cfg
-}
-
 // hostname is this host's name, "localhost" if it has none.
 func hostname() string {
 	host, err := os.Hostname()
@@ -204,24 +204,8 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	}
 	r := o.run
 	r.Client = client
-	r.Lease = o.leaseConfig(a.log)
+	r.Lease.Version, r.Lease.Logger = Version(), a.log
 	return leader.Run(ctx, r)
-}
-
-// completeEvents reads the environment; an endpoint that cannot be used
-// is a usage error. The endpoint is checked only when the flag is on.
-func (o *runOptions) completeEvents(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, map[string]string{"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS"}); err != nil {
-		return err
-	}
-	if !o.run.ScheduledEvents {
-		return nil
-	}
-	o.run.IMDSEndpoint = os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
-	if _, err := imds.NewClient(imds.Config{Endpoint: o.run.IMDSEndpoint}); err != nil {
-		return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", o.run.IMDSEndpoint, err)
-	}
-	return nil
 }
 
 // parseSignal accepts TERM, SIGTERM, sigterm or 15.

@@ -24,9 +24,6 @@ func (o *runOptions) addScheduleFlags(fs *pflag.FlagSet) {
 // --once-per-host are refused (they say when to run too), and so are
 // several slots.
 func (o *runOptions) completeSchedule(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, map[string]string{"schedule": "LEADERRUN_SCHEDULE"}); err != nil {
-		return err
-	}
 	if d := o.run.StartingDeadline; d < 0 {
 		return exit.Usagef("invalid --starting-deadline %s: must not be negative", d)
 	}

@@ -1,19 +1,25 @@
 package cmd
 
-// `leaderrun status`: one lease (its View) as rows or JSON, with a row per
-// slot when it has several.
+// `leaderrun status` and `leaderrun history`, read through one helper:
+// status shows one lease (its View) as rows or JSON, with a row per slot
+// when it has several; history the recent runs, newest first, from the
+// history its blobs keep in their metadata (lease/record_history.go).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
 
@@ -24,9 +30,45 @@ type readOptions struct {
 	output string
 }
 
-func newStatusCmd(a *app) *cobra.Command {
+// newReadCmd gives c, status or history, the flags of one lease and -o,
+// and makes it read the lease once their checks pass (one listing, no lease
+// operation) and show what it read.
+func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.View) error) *cobra.Command {
 	o := &readOptions{}
-	c := &cobra.Command{
+	c.Args = unexpectedArgs
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if err := o.loc.complete(c.Flags()); err != nil {
+			return err
+		}
+		if err := checkOutput(o.output); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), operatorTimeout)
+		defer cancel()
+		_, v, err := o.loc.view(ctx, a.log)
+		if err != nil {
+			return err
+		}
+		return show(o, v)
+	}
+	o.loc.addFlags(c.Flags())
+	addOutputFlag(c.Flags(), &o.output)
+	return c
+}
+
+func addOutputFlag(fs *pflag.FlagSet, output *string) {
+	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
+}
+
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return exit.Usagef("invalid --output %q: use text or json", output)
+	}
+	return nil
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	return newReadCmd(a, &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
 		Long: `status lists the lease's blobs (one request, no lease operation: the slots,
@@ -38,20 +80,16 @@ Times are the storage service's. Exit status 0, or 69 when the storage cannot
 be read.`,
 		Example: `  leaderrun status -l cron/report
   leaderrun status -l cron/report -o json | jq .holder`,
-		Args: unexpectedArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.loc.complete(c.Flags()); err != nil {
-				return err
-			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			return runStatus(c.Context(), a, o)
-		},
-	}
-	o.loc.addFlags(c.Flags())
-	addOutputFlag(c.Flags(), &o.output)
-	return c
+	}, func(o *readOptions, v *lease.View) error {
+		if o.output == "json" {
+			j := toLeaseStatusJSON(v)
+			j.Lease = "" // status names no lease: it was asked for one
+			return writeJSON(a.stdout, j)
+		}
+		writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
+		writeSlotsText(a.stdout, v)
+		return nil
+	})
 }
 
 // statusJSON is status -o json: camelCase keys as the Azure CLI prints them;
@@ -77,23 +115,6 @@ type lastRunJSON struct {
 	Start    *time.Time `json:"start"`
 	End      *time.Time `json:"end"`
 	ExitCode *int       `json:"exitCode"`
-}
-
-func runStatus(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
-	defer cancel()
-	_, v, err := o.loc.view(rctx, a.log) // one listing
-	if err != nil {
-		return err
-	}
-	if o.output == "json" {
-		j := toLeaseStatusJSON(v)
-		j.Lease = "" // status names no lease: it was asked for one
-		return writeJSON(a.stdout, j)
-	}
-	writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
-	writeSlotsText(a.stdout, v)
-	return nil
 }
 
 func toStatusJSON(url string, p *lease.Properties) statusJSON {
@@ -228,4 +249,76 @@ func joinHosts(hosts []string) string {
 		return strings.Join(hosts, ", ")
 	}
 	return strings.Join(hosts[:most], ", ") + fmt.Sprintf(", … (%d more; -o json lists all)", len(hosts)-most)
+}
+
+func newHistoryCmd(a *app) *cobra.Command {
+	return newReadCmd(a, &cobra.Command{
+		Use:   "history -l NAME [-o text|json]",
+		Short: "Show the recent runs of a lease, newest first",
+		Long: `history prints the runs the lease keeps in its metadata, newest first: the
+last 20 of each slot (merged across slots), with holder, term, start, end and
+exit status. It costs one listing of NAME (no lease operation). Times are the
+storage service's.
+
+A run whose holder lost the lease (or died) before it could record its end
+shows its end and exit status as unknown. A run in progress shows as running.
+
+-o json prints an array of {holder, term, start, end, exitCode}; unknown
+values are null. Exit status 0, or 69 when the storage cannot be read.`,
+		Example: `  leaderrun history -l cron/report
+  leaderrun history -l cron/report -o json | jq '[.[] | select(.exitCode != 0)] | length'`,
+	}, func(o *readOptions, v *lease.View) error {
+		if o.output == "json" {
+			return writeJSON(a.stdout, historyJSON(v.Runs()))
+		}
+		return writeHistoryText(a.stdout, v.Runs(), v.Date)
+	})
+}
+
+// runJSON is one run in history -o json; unknown values are null.
+type runJSON struct {
+	Holder   *string    `json:"holder"`
+	Term     *int64     `json:"term"`
+	Start    *time.Time `json:"start"`
+	End      *time.Time `json:"end"`
+	ExitCode *int       `json:"exitCode"`
+}
+
+func historyJSON(runs []lease.Run) []runJSON {
+	out := make([]runJSON, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode})
+	}
+	return out
+}
+
+// writeHistoryText prints the runs as an aligned table; ages are by now,
+// the service's Date.
+func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(w, "no run recorded")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOLDER\tTERM\tSTART\tEND\tEXIT")
+	for _, r := range runs {
+		term, end, exit := "-", "-", "-"
+		if r.Term > 0 {
+			term = strconv.FormatInt(r.Term, 10)
+		}
+		switch {
+		case r.Running:
+			end = "running"
+		case r.EndUnknown():
+			end, exit = "unknown", "unknown (lost its lease)"
+		default:
+			end, exit = timeOr(r.End, "unknown"), "unknown"
+			if r.ExitCode != nil {
+				exit = strconv.Itoa(*r.ExitCode)
+			}
+		}
+		start := rfc3339(r.Start) + " (" + shortAgo(r.Start, now) + ")"
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
+	}
+	return tw.Flush()
 }

@@ -66,8 +66,8 @@ func buildVersionOf(info *debug.BuildInfo, ldVersion, ldCommit string) buildVers
 	return v
 }
 
-// versionShort is what the holder records in the blob's metadata.
-func versionShort() string { return currentVersion().Version }
+// Version is the version leaderrun reports and records in the metadata.
+func Version() string { return currentVersion().Version }
 
 func (v buildVersion) String() string {
 	commit := v.Commit
@@ -79,8 +79,6 @@ func (v buildVersion) String() string {
 	}
 	return fmt.Sprintf("leaderrun %s (commit %s, %s, %s)", v.Version, commit, v.GoVersion, v.Platform)
 }
-
-func versionString() string { return currentVersion().String() }
 
 func newVersionCmd(a *app) *cobra.Command {
 	var output string
@@ -96,7 +94,7 @@ func newVersionCmd(a *app) *cobra.Command {
 			if output == "json" {
 				return writeJSON(a.stdout, currentVersion())
 			}
-			fmt.Fprintln(a.stdout, versionString())
+			fmt.Fprintln(a.stdout, currentVersion())
 			return nil
 		},
 	}

@@ -24,18 +24,14 @@ const eventsReadyWait = 2 * time.Second
 // than this long before the event's NotBefore.
 const stepDownMargin = 2 * time.Second
 
-// startEvents starts the watcher when enabled (nil otherwise), and waits
+// startEvents starts the watcher of c (nil without c), and waits
 // until its first poll has ended, at most eventsReadyWait: without an answer
 // by then the run goes on and events apply as soon as they arrive. stop ends
 // the watcher and waits for it. Failures to reach the service are the
 // watcher's to log (one warning); they never stop a run.
-func startEvents(ctx context.Context, log hclog.Logger, enabled bool, endpoint string) (w *imds.Watcher, stop func(), err error) {
-	if !enabled {
+func startEvents(ctx context.Context, log hclog.Logger, c *imds.Client) (w *imds.Watcher, stop func(), err error) {
+	if c == nil {
 		return nil, func() {}, nil
-	}
-	c, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
-	if err != nil {
-		return nil, nil, exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
 	}
 	if w, err = imds.NewWatcher(c, imds.WatcherConfig{Logger: log}); err != nil {
 		return nil, nil, exit.With(exit.Internal, err)

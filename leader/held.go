@@ -234,7 +234,7 @@ func (h *heldRun) stopUnhealthy(err error) {
 // lost or the health check failed first, COMMAND is already being stopped
 // for that: the event only brings SIGKILL forward if it is due sooner.
 func (h *heldRun) stepDown(ev imds.Event) {
-	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.KillGrace))
+	grace := time.Until(stepDownKillBy(ev, time.Now(), h.o.Lease.KillGrace))
 	if h.steppedDown != nil {
 		h.log.Info("the scheduled event moved sooner; SIGKILL comes forward", "sigkill_in", max(grace, 0).Round(time.Millisecond))
 		h.proc.Stop(grace)
@@ -275,9 +275,19 @@ func (h *heldRun) finish(ctx context.Context) error {
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
 		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
 	}
-	if out.recordEnd {
-		h.recordEnd(ctx, hap.result.Code())
-		h.markDone(ctx, out, hap.result.Code()) // skip.go: --once-per-host, before the release
+	if !out.recordEnd {
+		return out.exitErr()
+	}
+	code := hap.result.Code()
+	h.recordEnd(ctx, code)
+	// --once-per-host: this host's done marker after COMMAND exited with
+	// status 0, by itself or when asked to step down for a scheduled event,
+	// while the lease is still held: the release comes after it, so nobody
+	// can take the slot before the marker exists.
+	if h.o.OncePerHost != "" && code == exit.OK && (out.kind == outcomeExited || out.kind == outcomeSteppedDown) {
+		if err := h.l.MarkDone(ctx, h.o.OncePerHost); err != nil {
+			h.log.Warn("could not record that this host is done; it will run again", "host", h.o.OncePerHost, "error", err)
+		}
 	}
 	return out.exitErr()
 }

@@ -1,16 +1,31 @@
+// Package leader is the flow of one run: wait for the lease (or skip),
+// claim it, start COMMAND, keep the lease while COMMAND runs, stop COMMAND
+// before the lease could pass to anyone else, record the run's end, and
+// release. The command line (cmd) checks the flags into Options and calls
+// Run once; the lease package holds the lease and enforces the safety rule's
+// deadlines, the runner package owns COMMAND's processes. The order of the
+// steps is the promise: COMMAND is stopped first, and the lease released
+// after it has exited (held.go); what ended a run decides the exit status
+// in one pure function (outcome.go).
 package leader
 
-// A run: its options, and Run, the whole flow of one run.
+// A run: its options, Run, the whole flow of one run, the exit statuses of
+// storage errors and of a COMMAND that cannot start, and the signals from
+// outside that it handles.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -26,12 +41,11 @@ import (
 type Options struct {
 	Client *lease.Blob // the lease blob (NAME, slot 0)
 	// Lease is the lease's configuration: duration, renewal, polling,
-	// identity, slots. Its Logger is the run's.
+	// identity, slots, and COMMAND's kill grace. Its Logger is the run's.
 	Lease lease.Config
 
 	Argv       []string // COMMAND, looked up on PATH
 	StopSignal syscall.Signal
-	KillGrace  time.Duration
 	Health     runner.HealthConfig // no check when Cmd is ""
 
 	NoWait         bool          // -n: do not wait for a held lease
@@ -48,10 +62,9 @@ type Options struct {
 	Schedule         *schedule.Schedule
 	StartingDeadline time.Duration
 
-	// ScheduledEvents watches the metadata service at IMDSEndpoint ("":
-	// the default address) for events that concern this VM.
-	ScheduledEvents bool
-	IMDSEndpoint    string
+	// Events is the metadata service's client that --scheduled-events
+	// watches for events that concern this VM; nil: not watched.
+	Events *imds.Client
 
 	Pinger      *monitor.Pinger // nil: no pings
 	MetricsFile string          // "": no metrics file
@@ -96,13 +109,13 @@ func Run(ctx context.Context, o Options) error {
 	sd.status("acquiring lease " + o.Client.Name())
 	sd.start()
 	defer sd.close()
-	events, stopEvents, err := startEvents(ctx, log, o.ScheduledEvents, o.IMDSEndpoint)
+	events, stopEvents, err := startEvents(ctx, log, o.Events)
 	if err != nil {
 		return err
 	}
 	defer stopEvents()
 
-	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.KillGrace, Logger: log}}
+	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.Lease.KillGrace, Logger: log}}
 	defer hs.discard()
 	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
 	l, err := inv.forLease(ctx)
@@ -120,4 +133,43 @@ func Run(ctx context.Context, o Options) error {
 	err = h.run(ctx) // the lease is released when it returns
 	mon.wait()
 	return err
+}
+
+// StorageExit maps an error from the lease package to leaderrun's exit
+// status: a configuration it refuses is a usage error (64), anything else is
+// storage that is unreachable, unauthorized or refused (69).
+func StorageExit(err error) error {
+	var ce *lease.ConfigError
+	if errors.As(err, &ce) {
+		return exit.With(exit.Usage, err)
+	}
+	return exit.With(exit.Unavailable, err)
+}
+
+// execCode is the exit status for a COMMAND that cannot be started (its
+// *runner.ExecError): 127 not found, 126 not executable.
+func execCode(err error) int {
+	var ee *runner.ExecError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return exit.NotExec
+}
+
+// outsideSignals are the signals a run handles: the terminating ones ask
+// COMMAND to stop (and end a wait); the others are forwarded as they are.
+var (
+	terminatingSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
+	outsideSignals     = append(terminatingSignals, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+)
+
+// terminating reports whether sig asks leaderrun to stop.
+func terminating(sig os.Signal) bool { return slices.Contains(terminatingSignals, sig) }
+
+// signalName is a signal's name as the shell spells it (SIGTERM).
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(sig))
 }

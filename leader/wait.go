@@ -1,7 +1,9 @@
 package leader
 
-// Waiting for the lease: the acquire, what a waiting follower reports, and
-// a terminating signal that ends the wait.
+// Waiting for the lease: the acquire, what a waiting follower reports, a
+// terminating signal that ends the wait, the exit status of a wait that
+// acquired nothing, COMMAND's guard started meanwhile (the head start), and
+// the runs that skip (--once-per, --once, --once-per-host, --schedule).
 
 import (
 	"context"
@@ -11,28 +13,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/runner"
+	"github.com/leaderrun/leaderrun/schedule"
 )
-
-// splay waits a random time in [0, d) before the first request, so that a
-// fleet whose clocks start it in the same second spreads out. It reports
-// false if ctx ended first (a terminating signal).
-func (inv *invocation) splay(ctx context.Context, d time.Duration) bool {
-	wait := rand.N(d)
-	inv.log.Debug("splay: waiting before the first request", "wait", wait)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(wait):
-		return true
-	}
-}
 
 // forLease acquires the lease; a terminating signal ends the wait at once.
 // It returns a nil lease when the run is skipped (--once-per, --once,
-// --once-per-host, --schedule). While a scheduled event concerns this VM
-// (--scheduled-events) it does not acquire.
+// --once-per-host, --schedule), and an error with the exit status and the
+// one line that says why when it acquired nothing. While a scheduled event
+// concerns this VM (--scheduled-events) it does not acquire.
 func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	log, o, sd, hs, name := inv.log, inv.o, inv.sd, inv.hs, inv.o.Client.Name()
 	waitCtx, cancelWait := context.WithCancel(ctx)
@@ -61,13 +54,21 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
-	if o.Splay > 0 && !inv.splay(waitCtx, o.Splay) {
-		cancelWait()
-		<-waitDone
-		if waitSig == 0 {
-			return nil, ctx.Err()
+	// --splay: a random wait in [0, Splay) before the first request, so
+	// that a fleet whose clocks start it in the same second spreads out.
+	if o.Splay > 0 {
+		wait := rand.N(o.Splay)
+		log.Debug("splay: waiting before the first request", "wait", wait)
+		select {
+		case <-time.After(wait):
+		case <-waitCtx.Done(): // a terminating signal
+			cancelWait()
+			<-waitDone
+			if waitSig == 0 {
+				return nil, ctx.Err()
+			}
+			return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 		}
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
@@ -106,8 +107,19 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		// invocation tries again while the occurrence is due.
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
+	case waitSig != 0 && errors.Is(err, context.Canceled):
+		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(waitSig), name))
+	case errors.As(err, &held):
+		why := "--no-wait"
+		if !o.NoWait {
+			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
+		}
+		if held.Reason != "" { // kept off by a pause or a scheduled event
+			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
+		}
+		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
 	case err != nil:
-		return nil, acquireExit(err, waitSig, o)
+		return nil, StorageExit(err)
 	case waitSig != 0:
 		// The signal came as the acquire succeeded: the wait ends as if it
 		// had come a moment sooner, and the lease goes back unused.
@@ -119,4 +131,152 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
 	return l, nil
+}
+
+// heldText names the holder of a lease found held, as far as it is known.
+// The metadata may predate the lease (a new holder writes its name a round
+// trip after its acquire): then, or when it names this very identity, which
+// does not hold the lease, the holder is not known yet.
+func heldText(held *lease.HeldError, self string) string {
+	holder := held.Holder
+	switch {
+	case held.Stale:
+		if holder == "" {
+			holder = "no holder"
+		}
+		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", holder)
+	case holder != "" && holder == self:
+		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
+	case holder == "":
+		holder = "another holder"
+	}
+	if held.Since.IsZero() {
+		return holder
+	}
+	return holder + " since " + rfc3339(held.Since)
+}
+
+// headStart starts COMMAND's guard (runner.Prepare) right before each
+// acquire request, so that the guard's start, a whole process's, overlaps
+// the storage round trips instead of following them; COMMAND itself starts
+// once the lease is held. The guard is discarded when the wait for a held
+// lease begins, and when leaderrun ends without running COMMAND.
+type headStart struct {
+	log      hclog.Logger
+	cfg      runner.Config
+	prepared *runner.Prepared
+	failed   bool // Prepare failed: start from scratch, which reports why
+}
+
+func (h *headStart) prepare() {
+	if h.prepared != nil || h.failed {
+		return
+	}
+	p, err := runner.Prepare(h.cfg)
+	if err != nil {
+		// COMMAND was looked up before: removed since, or the guard could
+		// not start. start tries again and reports it with the run recorded.
+		h.failed = true
+		h.log.Debug("no head start for the command", "error", err)
+		return
+	}
+	h.prepared = p
+}
+
+func (h *headStart) discard() {
+	if h.prepared != nil {
+		h.prepared.Discard()
+		h.prepared = nil
+	}
+}
+
+// start starts COMMAND with env and the kill deadline already in force: in
+// the prepared guard if there is one and it works, otherwise in a new one.
+func (h *headStart) start(env []string, killBy time.Time) (*runner.Process, error) {
+	if p := h.prepared; p != nil {
+		h.prepared = nil
+		err := p.SetKillDeadline(killBy)
+		if err == nil {
+			var proc *runner.Process
+			if proc, err = p.Launch(env); err == nil {
+				return proc, nil
+			}
+		}
+		p.Discard()
+		h.log.Warn("the command's prepared guard failed; starting it anew", "error", err)
+	}
+	cfg := h.cfg
+	cfg.Env = env
+	proc, err := runner.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.SetKillDeadline(killBy); err != nil {
+		h.log.Warn("could not hand the kill deadline to the guard", "error", err)
+	}
+	return proc, nil
+}
+
+// leaseSchedule is the schedule as the lease asks it (lease.Schedule).
+type leaseSchedule struct {
+	s        *schedule.Schedule
+	deadline time.Duration
+}
+
+func (l leaseSchedule) String() string { return l.s.String() }
+
+func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
+	d := l.s.Decide(now, created, last, l.deadline)
+	reason := lease.SkipNotDue
+	switch d.Verdict {
+	case schedule.Run:
+		return d.Occurrence, nil
+	case schedule.Started:
+		reason = lease.SkipStarted
+	case schedule.Missed:
+		reason = lease.SkipMissed
+	}
+	return d.Occurrence, &lease.SkipError{Reason: reason, Occurrence: d.Occurrence}
+}
+
+// leaseSchedule is WaitOptions.Schedule: nil without --schedule.
+func (o *Options) leaseSchedule() lease.Schedule {
+	if o.Schedule == nil {
+		return nil
+	}
+	return leaseSchedule{s: o.Schedule, deadline: o.StartingDeadline}
+}
+
+// logSkip says why an invocation ran nothing: a missed occurrence is the
+// one WARNING; a scheduled invocation that finds nothing due says so at
+// debug level; the other skips at info.
+func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
+	switch skip.Reason {
+	case lease.SkipMissed:
+		log.Warn("missed: a scheduled occurrence never started and is past --starting-deadline; it will not run",
+			"occurrence", rfc3339(skip.Occurrence), "schedule", o.Schedule.String(), "starting_deadline", o.StartingDeadline)
+	case lease.SkipStarted:
+		log.Debug("skipped: the occurrence due was already started", "occurrence", rfc3339(skip.Occurrence))
+	case lease.SkipNotDue:
+		log.Debug("skipped: no occurrence of the schedule is due", "latest", rfc3339(skip.Occurrence))
+	case lease.SkipOnce:
+		args := []any{"succeeded_on", skip.Holder}
+		if !skip.Start.IsZero() {
+			args = append(args, "succeeded_at", rfc3339(skip.Start))
+		}
+		log.Info("skipped: a run already completed with status 0 (--once)", args...)
+	case lease.SkipOncePerHost:
+		log.Info("skipped: this host already completed a run with status 0 (--once-per-host)", "host", skip.Holder)
+	case lease.SkipOncePer:
+		log.Info("skipped: a run started within the --once-per window", "window", o.OncePer,
+			"last_run_by", skip.Holder, "last_run_start", rfc3339(skip.Start))
+	}
+}
+
+// rfc3339 is t in UTC as RFC 3339; "" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
