@@ -140,6 +140,33 @@ func TestEnvDefaults(t *testing.T) {
 	}
 }
 
+// Of several bad variables, and of several bad flags, the same one is
+// named at every try.
+func TestSeveralBadOnesNamedAlike(t *testing.T) {
+	t.Setenv("LEADERRUN_LEASE_DURATION", "soon")
+	t.Setenv("LEADERRUN_SCHEDULED_EVENTS", "maybe")
+	t.Setenv("LEADERRUN_IDENTITY", "")
+	said := func(args []string) string {
+		code, _, stderr := run(t, args...)
+		_, line, _ := strings.Cut(stderr, "[ERROR]") // after the time stamp
+		if code != 64 || line == "" {
+			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+		}
+		return line
+	}
+	for _, args := range [][]string{
+		{"-l", "x", "--", "true"},
+		{"-l", "x", "--lease-duration", "30s", "--scheduled-events", "-w", "-1s", "--splay", "-1s", "--kill-grace", "-1s", "--", "true"},
+	} {
+		first := said(args)
+		for range 20 {
+			if line := said(args); line != first {
+				t.Fatalf("%v named %q, then %q", args, first, line)
+			}
+		}
+	}
+}
+
 func TestHelpHasExamples(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"break", "--help"}, {"version", "--help"}} {
 		code, out, _ := run(t, args...)

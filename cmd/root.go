@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -196,7 +198,8 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 // envDefaults applies environment variables to flags the command line did
 // not set.
 func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
-	for flag, name := range env {
+	for _, flag := range slices.Sorted(maps.Keys(env)) { // of several bad ones, the same is named every time
+		name := env[flag]
 		f := fs.Lookup(flag)
 		if f == nil || f.Changed {
 			continue

@@ -127,12 +127,15 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	if r.ConflictCode < 0 || r.ConflictCode > 255 {
 		return exit.Usagef("invalid --conflict-exit-code %d: use 0 to 255", r.ConflictCode)
 	}
-	for name, d := range map[string]time.Duration{
-		"--timeout": r.Timeout, "--renew-interval": r.Lease.RenewInterval, "--poll-interval": r.Lease.PollInterval,
-		"--kill-grace": r.Lease.KillGrace, "--once-per": r.OncePer, "--splay": r.Splay,
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--timeout", r.Timeout}, {"--renew-interval", r.Lease.RenewInterval}, {"--poll-interval", r.Lease.PollInterval},
+		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay},
 	} {
-		if d < 0 {
-			return exit.Usagef("invalid %s %s: must not be negative", name, d)
+		if f.d < 0 {
+			return exit.Usagef("invalid %s %s: must not be negative", f.name, f.d)
 		}
 	}
 	if r.StorageTimeout <= 0 {
