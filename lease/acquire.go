@@ -109,8 +109,16 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	// follower's comes with its poll read, the claim's to reuse.
 	var pr *inflight[*Properties]
 	if !unread {
-		if ok, err := a.checkPause(ctx, free); !ok {
-			return nil, stepRead, err
+		// A follower reads the marker right before its acquire; paused, or
+		// after a failure's backoff, it polls again.
+		a.reqStart = time.Now()
+		reason, err := a.readPause(ctx)
+		if err != nil {
+			return nil, stepRead, a.failed(ctx, err)
+		}
+		a.succeeded()
+		if a.paused(reason) {
+			return nil, stepRead, a.giveUpOrWait(ctx, free)
 		}
 		pr = answered(free)
 	}
@@ -240,9 +248,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	rtt := time.Since(sent)
 	if pr == nil {
 		pr = sendAlong(ctx, a, a.b.getProperties)
-		pause := a.startPauseRead(ctx)
-		reason, err := a.pauseAnswer(pause)
-		pause.abandon()
+		reason, err := a.readPause(ctx)
 		if err == nil && a.paused(reason) {
 			err = errPausedNow
 		}

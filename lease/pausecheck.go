@@ -131,20 +131,15 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// startPauseRead sends the marker's read; nil if the blob has none (fakes).
-func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
+// readPause reads the marker (sent alongside any request already in flight):
+// pauseText, or a failure; one that may not read it (401, 403) reads as not
+// paused, warned once per Acquire. A blob with no marker (fakes) is not paused.
+func (a *attempt) readPause(ctx context.Context) (string, error) {
 	if a.b.marker == nil {
-		return nil
-	}
-	return sendAlong(ctx, a, a.b.marker.pauseReason)
-}
-
-// pauseAnswer waits for the marker's read r: pauseText, or a failure; one
-// that may not read it (401, 403) reads as not paused, warned once per Acquire.
-func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
-	if r == nil {
 		return "", nil
 	}
+	r := sendAlong(ctx, a, a.b.marker.pauseReason)
+	defer r.abandon()
 	<-r.done
 	if denied(r.err) {
 		if !a.pauseRefused {
@@ -166,24 +161,6 @@ func (m *Blob) pauseReason(ctx context.Context) (string, error) {
 		return pauseText(p), nil
 	}
 	return "", nil
-}
-
-// checkPause is a follower's read of the marker right before its acquire
-// (free: the poll's read). Not ok: hold off, with an error to give up with,
-// or nil to poll again (after a failure's backoff, or a poll interval).
-func (a *attempt) checkPause(ctx context.Context, free *Properties) (ok bool, err error) {
-	r := a.startPauseRead(ctx)
-	a.reqStart = time.Now()
-	reason, err := a.pauseAnswer(r)
-	r.abandon()
-	if err != nil {
-		return false, a.failed(ctx, err)
-	}
-	a.succeeded()
-	if a.paused(reason) {
-		return false, a.giveUpOrWait(ctx, free)
-	}
-	return true, nil
 }
 
 // paused records the marker read's answer (heldBack): paused?
