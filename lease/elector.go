@@ -62,7 +62,7 @@ type WaitOptions struct {
 	// its done marker NAME~done/HOST exists (Lease.MarkDone), checked before
 	// the first acquire and again once acquired (released first).
 	OncePerHost string
-	// Schedule, if set, runs only the occurrence due (schedule.go), by the
+	// Schedule, if set, runs only the occurrence due (claim.go), by the
 	// service's clock, asked on every poll read and in the claim (which records
 	// it; the Lease carries it); none due: SkipNotDue, SkipStarted, SkipMissed.
 	Schedule Schedule
