@@ -122,9 +122,7 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))
 	l.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	err := retryTransient(rctx, func() error {
+	err := retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
 		switch {
 		case err == nil:
@@ -186,9 +184,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		<-done
 	}
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	return retryTransient(rctx, func() error {
+	return retryTransient(context.WithoutCancel(ctx), releaseTimeout, func(rctx context.Context) error {
 		_, err := l.b.api.releaseLease(rctx, l.ID)
 		se := asStorageError(err)
 		switch {

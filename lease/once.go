@@ -119,9 +119,7 @@ func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	return retryTransient(rctx, func() error {
+	return retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		_, err := m.api.createBlob(rctx)
 		if se := asStorageError(err); se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
 			return nil

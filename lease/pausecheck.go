@@ -50,10 +50,8 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	var date time.Time
-	err = retryTransient(rctx, func() error {
+	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		ans, err := m.api.putBlob(rctx, md)
 		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
 			// Create the container only: an empty marker blob would be an
@@ -84,10 +82,8 @@ func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	unanswered := false
-	err = retryTransient(rctx, func() error {
+	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		_, err := m.api.deleteBlob(rctx)
 		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {

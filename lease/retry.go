@@ -88,13 +88,16 @@ func (f *failureRun) count(sent time.Time) {
 
 func (f *failureRun) reset() { *f = failureRun{} }
 
-// retryTransient calls try, which bounds its request by ctx, until it
-// returns anything but a transient *StorageError or ctx ends, waiting
-// backoff(n) after the nth failure; it returns try's last error.
-func retryTransient(ctx context.Context, try func() error) error {
+// retryTransient calls try with ctx bounded to timeout from now (try bounds
+// its request by it) until it returns anything but a transient *StorageError
+// or that ctx ends, waiting backoff(n) after the nth failure; it returns
+// try's last error.
+func retryTransient(ctx context.Context, timeout time.Duration, try func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var run failureRun
 	for {
-		err := try()
+		err := try(ctx)
 		if se := asStorageError(err); se == nil || !se.Transient() || ctx.Err() != nil {
 			return err
 		}
