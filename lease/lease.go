@@ -50,8 +50,7 @@ type Lease struct {
 	dateAt           time.Time         // when that answer arrived (monotonic)
 	stopKeeper       context.CancelFunc
 	keeperDone       chan struct{}
-	releasing        bool // Release was called: the keeper exits without closing Lost
-	released         bool
+	releasing        bool // Release was called: the keeper exits without closing Lost, a second Release at once
 }
 
 func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
@@ -172,11 +171,11 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 // by itself within Duration.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	if l.released {
+	if l.releasing {
 		l.mu.Unlock()
 		return nil
 	}
-	l.released, l.releasing = true, true
+	l.releasing = true
 	stop, done := l.stopKeeper, l.keeperDone
 	l.mu.Unlock()
 	if stop != nil {

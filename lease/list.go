@@ -269,7 +269,7 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	byName := map[string]*View{}
 	get := func(name string) *View {
 		if byName[name] == nil {
-			byName[name] = emptyView(name, date, url)
+			byName[name] = &View{Name: name, URL: url(name), SlotCount: 1, Date: date}
 		}
 		return byName[name]
 	}
@@ -302,23 +302,19 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 	return out
 }
 
-// emptyView is lease name's view with nothing listed: one slot, absent.
-func emptyView(name string, date time.Time, url func(string) string) *View {
-	v := &View{Name: name, SlotCount: 1, Date: date}
-	if url != nil {
-		v.URL = url(name)
-	}
-	return v
-}
-
-// viewOf is lease name's view in a listing of its prefix (other leases too).
+// viewOf is lease name's view in a listing of its prefix (other leases too);
+// with nothing of it listed, one slot, absent.
 func viewOf(name string, listed []Listed, date time.Time, url func(string) string) *View {
 	for _, v := range Group(listed, date, url) {
 		if v.Name == name {
 			return &v
 		}
 	}
-	return emptyView(name, date, url)
+	v := &View{Name: name, SlotCount: 1, Date: date}
+	if url != nil {
+		v.URL = url(name)
+	}
+	return v
 }
 
 // Views lists every lease of the container (ListLeases) as a View.
