@@ -124,7 +124,7 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	}
 	l, err := a.try(ctx, pr)
 	if err == nil {
-		if err := a.doneAfter(ctx, l); err != nil { // once.go
+		if err := a.doneAfter(ctx, l); err != nil { // slots.go
 			return nil, stepRead, err
 		}
 		return l, stepRead, nil
@@ -181,7 +181,7 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 		a.goneAt = time.Time{}
 	}
 	if err := a.pollCheck(p); err != nil {
-		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
+		return poll{}, stepRead, err // --once, or another --slots recorded (slots.go)
 	}
 	// A run started within the window skips, held or free (the claim checks).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {

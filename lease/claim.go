@@ -135,7 +135,7 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 		return termWrite{}, err // --schedule: nothing due, or already started
 	}
 	if err := a.pollCheck(p); err != nil {
-		return termWrite{}, err // once.go: --once, or another --slots recorded
+		return termWrite{}, err // --once, or another --slots recorded (slots.go)
 	}
 	stored, err := parseTerm(p.Metadata[mdTerm])
 	if err != nil {

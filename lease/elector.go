@@ -61,7 +61,7 @@ type WaitOptions struct {
 	OncePer time.Duration
 	// Once skips (SkipOnce) when the lease records a run that ended with
 	// status 0, by anyone: on every poll read and again in the claim
-	// (released first). Refused with more than one slot (once.go says why).
+	// (released first). Refused with more than one slot (slots.go says why).
 	Once bool
 	// OncePerHost, if set, is this host's name: skip (SkipOncePerHost) when
 	// its done marker NAME~done/HOST exists (Lease.MarkDone), checked before
@@ -127,7 +127,7 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 		a.deadline = time.Now().Add(w.Timeout)
 	}
 	if err := a.hostDone(ctx); err != nil {
-		return nil, err // once.go: --once-per-host, this host is done
+		return nil, err // slots.go: --once-per-host, this host is done
 	}
 	l, err := a.run(ctx)
 	if err != nil {
