@@ -254,10 +254,16 @@ func TestHistoryCrowdedMetadata(t *testing.T) {
 	}
 }
 
-func TestHistoryMergeRuns(t *testing.T) {
-	slot0 := []Run{ended("a", 5, 0), ended("a", 1, 0)}
-	slot1 := []Run{ended("b", 4, 1), ended("b", 2, 0)}
-	if got, want := describe(MergeRuns(slot0, slot1)), "a/5:0 b/4:1 b/2:0 a/1:0"; got != want {
-		t.Errorf("MergeRuns = %q, want %q", got, want)
+func TestHistoryViewRuns(t *testing.T) {
+	slot := func(i int, runs ...Run) Slot { // runs oldest first
+		md := map[string]string{}
+		for _, r := range runs {
+			md = pushRun(md, r)
+		}
+		return Slot{Index: i, Props: &Properties{Exists: true, State: StateAvailable, Metadata: md}}
+	}
+	v := &View{Slots: []Slot{slot(0, ended("a", 1, 0), ended("a", 5, 0)), slot(1, ended("b", 2, 0), ended("b", 4, 1))}}
+	if got, want := describe(v.Runs()), "a/5:0 b/4:1 b/2:0 a/1:0"; got != want {
+		t.Errorf("Runs = %q, want %q", got, want)
 	}
 }

@@ -238,13 +238,14 @@ func (v *View) Paused() *Pause {
 	return nil
 }
 
-// Runs are the runs the slots record, newest start first.
+// Runs are the runs the slots record, newest start first (ties: by slot).
 func (v *View) Runs() []Run {
-	var hs [][]Run
+	var all []Run
 	for _, s := range v.Slots {
-		hs = append(hs, ReadHistory(s.Props.Metadata, s.Props.State.Held()))
+		all = append(all, ReadHistory(s.Props.Metadata, s.Props.State.Held())...)
 	}
-	return MergeRuns(hs...)
+	slices.SortStableFunc(all, func(a, b Run) int { return cmp.Compare(b.Start.Unix(), a.Start.Unix()) })
+	return all
 }
 
 // LastSuccess is the newest success the slots record; nil if none.

@@ -28,7 +28,6 @@
 package lease
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,15 +187,4 @@ func LastSuccess(md map[string]string) *Run {
 		}
 	}
 	return best
-}
-
-// MergeRuns merges the histories of a lease's slots, newest start first
-// (stable: ties keep the arguments' order).
-func MergeRuns(histories ...[]Run) []Run {
-	var all []Run
-	for _, h := range histories {
-		all = append(all, h...)
-	}
-	slices.SortStableFunc(all, func(a, b Run) int { return cmp.Compare(b.Start.Unix(), a.Start.Unix()) })
-	return all
 }
