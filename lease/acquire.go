@@ -107,7 +107,7 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	}
 	// An optimistic acquire goes alone (its reads follow, see try); a
 	// follower's comes with its poll read, the claim's to reuse.
-	var pr *inflight[*Properties]
+	var pr *inflight
 	if !unread {
 		// A follower reads the marker right before its acquire; paused, or
 		// after a failure's backoff, it polls again.
@@ -212,7 +212,7 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 // the write may have landed unanswered, and the next try re-acquires with
 // our lease ID and finds our nonce (claim.go). Given back, it would let
 // another in to find our claim and skip, while we find it held.
-func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
+func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
@@ -247,7 +247,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	a.unsure = true
 	rtt := time.Since(sent)
 	if pr == nil {
-		pr = sendAlong(ctx, a, a.b.getProperties)
+		pr = a.readAlong(ctx)
 		reason, err := a.readPause(ctx)
 		if err == nil && a.paused(reason) {
 			err = errPausedNow

@@ -190,47 +190,47 @@ const minReadGrace = 100 * time.Millisecond // the least wait for the read sent 
 // reusable returns pr's read if it has the ETag of the acquire's answer. One
 // in flight is waited for 2×rtt (the acquire's), at least minReadGrace, from
 // when it was sent; then the claim reads on its own.
-func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
+func reusable(pr *inflight, ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() || !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
 		return nil
 	}
-	p := pr.v // nil if the read failed: a failed read is simply not used
+	p := pr.p // a failed read is simply not used
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}
 	return p
 }
 
-// inflight is a request sent along with an acquire (the blob's read, the
-// marker's), waited for later or abandoned; or an answer had (answered).
-type inflight[T any] struct {
-	done   chan struct{} // closed once v and err are set
-	v      T
-	err    error
-	sent   time.Time // when the request was sent; zero: answered before
+// inflight is the blob's read sent along with an acquire, waited for later
+// or abandoned; or a read had before (answered).
+type inflight struct {
+	done   chan struct{} // closed once p is set
+	p      *Properties   // nil if the read failed
+	sent   time.Time     // when the read was sent; zero: answered before
 	cancel context.CancelFunc
 }
 
-// sendAlong sends req on its own goroutine, bounded like any of a's.
-func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
+// readAlong sends the blob's read on its own goroutine, bounded like any of a's.
+func (a *attempt) readAlong(ctx context.Context) *inflight {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	r := &inflight{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	b := a.b
 	go func() {
 		defer close(r.done)
-		r.v, r.err = req(rctx)
+		r.p, _ = b.getProperties(rctx)
 	}()
 	return r
 }
 
-// answered is an answer had before, as if just come.
-func answered[T any](v T) *inflight[T] {
-	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
+// answered is a read had before, as if just come.
+func answered(p *Properties) *inflight {
+	r := &inflight{done: make(chan struct{}), p: p, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// abandon cancels the request and waits for its goroutine; nil-safe, repeatable.
-func (r *inflight[T]) abandon() {
+// abandon cancels the read and waits for its goroutine; nil-safe, repeatable.
+func (r *inflight) abandon() {
 	if r == nil {
 		return
 	}

@@ -127,24 +127,25 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// readPause reads the marker (sent alongside any request already in flight):
-// pauseText, or a failure; one that may not read it (401, 403) reads as not
-// paused, warned once per Acquire. A blob with no marker (fakes) is not paused.
+// readPause reads the marker (while the blob's read sent along with an
+// optimistic acquire is in flight): pauseText, or a failure; one that may not
+// read it (401, 403) reads as not paused, warned once per Acquire. A blob with
+// no marker (fakes) is not paused.
 func (a *attempt) readPause(ctx context.Context) (string, error) {
 	if a.b.marker == nil {
 		return "", nil
 	}
-	r := sendAlong(ctx, a, a.b.marker.pauseReason)
-	defer r.abandon()
-	<-r.done
-	if denied(r.err) {
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	reason, err := a.b.marker.pauseReason(rctx)
+	cancel()
+	if denied(err) {
 		if !a.pauseRefused {
 			a.pauseRefused = true
-			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", r.err)
+			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", err)
 		}
 		return "", nil
 	}
-	return r.v, r.err
+	return reason, err
 }
 
 // pauseReason reads the marker m: pauseText if paused at the read's Date.
