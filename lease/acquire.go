@@ -254,7 +254,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 		}
 		if err != nil {
 			pr.abandon()
-			a.releaseQuietly(ctx)
+			a.cleanup(ctx)
 			return nil, err
 		}
 	}
@@ -262,7 +262,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
 		if se := asStorageError(err); se == nil || !se.Transient() {
-			a.releaseQuietly(ctx)
+			a.cleanup(ctx)
 		}
 		return nil, err
 	}
@@ -297,8 +297,13 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	return nil
 }
 
-// releaseQuietly releases a lease not to hand over (fresh context); cleanup retries.
-func (a *attempt) releaseQuietly(ctx context.Context) {
+// cleanup releases, from a fresh context, a lease that this attempt may hold
+// unseen (unsure) or got but will not hand over. If that fails, unsure
+// stays, and the cleanup at the end of Acquire tries again.
+func (a *attempt) cleanup(ctx context.Context) {
+	if !a.unsure {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	_, err := a.b.api.releaseLease(rctx, a.leaseID)
@@ -307,13 +312,6 @@ func (a *attempt) releaseQuietly(ctx context.Context) {
 		return
 	}
 	a.e.log.Debug("release after a failed claim failed", "error", err)
-}
-
-// cleanup releases a lease that this attempt may hold unseen.
-func (a *attempt) cleanup(ctx context.Context) {
-	if a.unsure {
-		a.releaseQuietly(ctx)
-	}
 }
 
 // acquire sends one Acquire Lease after OnTry; sent is t_ok if it succeeds.
