@@ -128,30 +128,24 @@ func pauseText(p *Pause) string {
 }
 
 // readPause reads the marker (while the blob's read sent along with an
-// optimistic acquire is in flight): pauseText, or a failure; one that may not
-// read it (401, 403) reads as not paused, warned once per Acquire. A blob with
-// no marker (fakes) is not paused.
+// optimistic acquire is in flight): pauseText if paused at the read's Date,
+// or a failure; one that may not read it (401, 403) reads as not paused,
+// warned once per Acquire. A blob with no marker (fakes) is not paused.
 func (a *attempt) readPause(ctx context.Context) (string, error) {
 	if a.b.marker == nil {
 		return "", nil
 	}
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	reason, err := a.b.marker.pauseReason(rctx)
+	props, err := a.b.marker.getProperties(rctx)
 	cancel()
-	if denied(err) {
+	switch {
+	case denied(err):
 		if !a.pauseRefused {
 			a.pauseRefused = true
 			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", err)
 		}
 		return "", nil
-	}
-	return reason, err
-}
-
-// pauseReason reads the marker m: pauseText if paused at the read's Date.
-func (m *Blob) pauseReason(ctx context.Context) (string, error) {
-	props, err := m.getProperties(ctx)
-	if err != nil || !props.Exists {
+	case err != nil || !props.Exists:
 		return "", err
 	}
 	if p := pauseOf(props.Metadata); p.Active(props.Date) {
