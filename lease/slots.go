@@ -24,7 +24,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -181,21 +180,11 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
 
-// SlotsError: the lease records another slot count than this contender's,
-// wrapped in a *ConfigError (a usage error: exit 64).
-type SlotsError struct {
-	Lease    string // the lease name
-	Want     int    // this contender's --slots
-	Recorded int    // the count the lease's blobs record
-}
-
-func (e *SlotsError) Error() string {
-	return fmt.Sprintf("lease %q is used with --slots %d, this contender has --slots %d: use the same count on every host, or another lease name",
-		e.Lease, e.Recorded, e.Want)
-}
-
+// slotsErr: the lease records another slot count than this contender's (a
+// usage error: exit 64).
 func slotsErr(lease string, want, recorded int) *ConfigError {
-	return &ConfigError{Field: "slots", Err: &SlotsError{Lease: lease, Want: want, Recorded: recorded}}
+	return configErr("slots", "lease %q is used with --slots %d, this contender has --slots %d: use the same count on every host, or another lease name",
+		lease, recorded, want)
 }
 
 // leaseName is the name of the lease a blob belongs to.
