@@ -54,17 +54,11 @@ func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
-// Full-jitter backoff for contenders: the nth retry waits a random time in
-// [0, cap), cap doubling from fullJitterBase to fullJitterMax: a fleet
+// fullJitter is the wait before a contender's nth retry (n counts from 1): a
+// random time in [0, cap), cap doubling from 500 ms to 8 s: a fleet
 // throttled together spreads out, well within a minute of budget.
-const (
-	fullJitterBase = 500 * time.Millisecond
-	fullJitterMax  = 8 * time.Second
-)
-
-// fullJitter is the wait before a contender's nth retry (n counts from 1).
 func fullJitter(n int) time.Duration {
-	return rand.N(doubled(fullJitterBase, fullJitterMax, n))
+	return rand.N(doubled(500*time.Millisecond, 8*time.Second, n))
 }
 
 // failureRun counts consecutive failed tries; a success ends the run (reset).
