@@ -106,11 +106,9 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
 	// An optimistic acquire goes alone (its reads follow, see try); a
-	// follower's comes with its poll read, the claim's to reuse.
+	// follower reads the marker first, and the claim reuses its poll read.
 	var pr *inflight
 	if !unread {
-		// A follower reads the marker right before its acquire; paused, or
-		// after a failure's backoff, it polls again.
 		a.reqStart = time.Now()
 		reason, err := a.readPause(ctx)
 		if err != nil {
@@ -144,9 +142,7 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 		// waited out yet: from now on, poll.
 		a.succeeded()
 		return stepRead, a.giveUpOrWait(ctx, a.seen)
-	case errors.Is(err, errHeldNow) && a.claimSent:
-		// Our claim may have landed: read whose claim the blob records
-		// (read, heldWait) before giving up.
+	case errors.Is(err, errHeldNow) && a.claimSent: // read whose claim it is (claimSent)
 		a.succeeded()
 		return stepRead, nil
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
