@@ -77,10 +77,12 @@ func (v *View) holder() *Properties {
 	return nil
 }
 
-// heldByHost reports whether a slot but mine is held by host (its metadata).
+// heldByHost reports whether a slot but mine is held by host: its holder
+// (metadata) is host (--identity) or host:PID (the default).
 func (v *View) heldByHost(host string, mine int) bool {
 	for _, s := range v.Slots {
-		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
+		h := s.Props.Holder
+		if s.Index != mine && s.Props.State.Held() && (h == host || strings.HasPrefix(h, host+":")) {
 			return true
 		}
 	}
@@ -282,10 +284,4 @@ func (l *Lease) MarkDone(ctx context.Context, host string) error {
 		}
 		return renamed(err, "create done marker")
 	})
-}
-
-// sameHost reports whether identity holder is host's: host (--identity) or
-// host:PID (the default).
-func sameHost(holder, host string) bool {
-	return holder == host || strings.HasPrefix(holder, host+":")
 }
