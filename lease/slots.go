@@ -111,7 +111,7 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	}
 	// A done marker of an earlier release (NAME~done/HOST: names.go).
 	if a.w.OncePerHost != "" && slices.Contains(v.DoneHosts, a.w.OncePerHost) {
-		return poll{}, stepRead, a.doneSkip()
+		return poll{}, stepRead, &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 	}
 	free, skip := v.freeSlots(n, a.w.OncePer, a.ownClaim)
 	if skip != nil {
@@ -182,15 +182,12 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 	return nil, stepRead, a.heldWait(ctx, last.view.holder())
 }
 
-// slotsErr: the lease records another slot count than this contender's (a
-// usage error: exit 64).
-func slotsErr(lease string, want, recorded int) *ConfigError {
+// slotsErr: the lease of blob records another slot count than this
+// contender's (a usage error: exit 64).
+func slotsErr(blob string, want, recorded int) *ConfigError {
 	return configErr("slots", "lease %q is used with --slots %d, this contender has --slots %d: use the same count on every host, or another lease name",
-		lease, recorded, want)
+		ParseBlobName(blob).Lease, recorded, want)
 }
-
-// leaseName is the name of the lease a blob belongs to.
-func leaseName(blob string) string { return ParseBlobName(blob).Lease }
 
 // pollCheck ends the wait, on any read, before any write: another slot count
 // recorded, --once with a success recorded, a directory (isDirectory, blob.go).
@@ -199,7 +196,7 @@ func (a *attempt) pollCheck(p *Properties) error {
 		return directoryError(a.b.name)
 	}
 	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
-		return slotsErr(leaseName(a.b.name), a.e.cfg.Slots, r)
+		return slotsErr(a.b.name, a.e.cfg.Slots, r)
 	}
 	if a.w.Once {
 		if s := LastSuccess(p.Metadata); s != nil {
@@ -216,7 +213,7 @@ func (a *attempt) hostDone(ctx context.Context) error {
 	if a.w.OncePerHost == "" {
 		return nil
 	}
-	name := leaseName(a.b.name)
+	name := ParseBlobName(a.b.name).Lease
 	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
 		m, err := a.b.c.Blob(blob)
 		if err != nil {
@@ -231,14 +228,10 @@ func (a *attempt) hostDone(ctx context.Context) error {
 		case err != nil:
 			return err
 		case p.Exists:
-			return a.doneSkip()
+			return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 		}
 	}
 	return nil
-}
-
-func (a *attempt) doneSkip() *SkipError {
-	return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 }
 
 // doneAfter checks hostDone again once l is held: a contender that waited
