@@ -105,9 +105,7 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	if a.holding() {
 		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
-	// An optimistic acquire goes alone (its reads follow, see try); a
-	// follower reads the marker first, and the claim reuses its poll read.
-	var pr *inflight
+	var pr *inflight // a follower's poll read, the claim's to reuse (Acquire's doc)
 	if !unread {
 		a.reqStart = time.Now()
 		reason, err := a.readPause(ctx)

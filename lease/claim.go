@@ -1,8 +1,7 @@
 // claim.go: the claim of the new term in the blob's metadata after an
 // acquire, and the read sent with (or before) the acquire that it reuses.
-// With WaitOptions.Schedule, the occurrence due is decided on the service's
-// clock at every poll read and in the claim, which records it in its one
-// metadata write (with the term, the start and the nonce): an occurrence
+// The claim records the occurrence due (WaitOptions.Schedule) in its one
+// metadata write, with the term, the start and the nonce: an occurrence
 // starts at most once in the fleet, even if its run fails, its holder dies,
 // or the claim's answer is lost.
 
