@@ -105,18 +105,22 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	if a.holding() {
 		return nil, stepRead, a.giveUpOrWait(ctx, free) // poll (reads only) until Hold lets go
 	}
-	// An optimistic acquire goes alone (its reads follow, see try); a
-	// follower's comes with its poll read, the claim's to reuse.
-	var pr *inflight[*Properties]
+	var pr *inflight // a follower's poll read, the claim's to reuse (Acquire's doc)
 	if !unread {
-		if ok, err := a.checkPause(ctx, free); !ok {
-			return nil, stepRead, err
+		a.reqStart = time.Now()
+		reason, err := a.readPause(ctx)
+		if err != nil {
+			return nil, stepRead, a.failed(ctx, err)
+		}
+		a.succeeded()
+		if a.paused(reason) {
+			return nil, stepRead, a.giveUpOrWait(ctx, free)
 		}
 		pr = answered(free)
 	}
 	l, err := a.try(ctx, pr)
 	if err == nil {
-		if err := a.doneAfter(ctx, l); err != nil { // once.go
+		if err := a.doneAfter(ctx, l); err != nil { // slots.go
 			return nil, stepRead, err
 		}
 		return l, stepRead, nil
@@ -136,9 +140,7 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 		// waited out yet: from now on, poll.
 		a.succeeded()
 		return stepRead, a.giveUpOrWait(ctx, a.seen)
-	case errors.Is(err, errHeldNow) && a.claimSent:
-		// Our claim may have landed: read whose claim the blob records
-		// (read, heldWait) before giving up.
+	case errors.Is(err, errHeldNow) && a.claimSent: // read whose claim it is (claimSent)
 		a.succeeded()
 		return stepRead, nil
 	case errors.Is(err, errHeldNow) && a.w.NoWait && a.w.HeldIsEnough:
@@ -173,7 +175,7 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 		a.goneAt = time.Time{}
 	}
 	if err := a.pollCheck(p); err != nil {
-		return poll{}, stepRead, err // once.go: --once, or another --slots recorded
+		return poll{}, stepRead, err // --once, or another --slots recorded (slots.go)
 	}
 	// A run started within the window skips, held or free (the claim checks).
 	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
@@ -204,7 +206,7 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 // the write may have landed unanswered, and the next try re-acquires with
 // our lease ID and finds our nonce (claim.go). Given back, it would let
 // another in to find our claim and skip, while we find it held.
-func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, error) {
+func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	b, cfg := a.b, a.e.cfg
 	sent, ans, err := a.acquire(ctx)
 	if se := asStorageError(err); se != nil && (se.kind == kindBlobMissing || se.kind == kindContainerMissing) {
@@ -239,16 +241,14 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	a.unsure = true
 	rtt := time.Since(sent)
 	if pr == nil {
-		pr = sendAlong(ctx, a, a.b.getProperties)
-		pause := a.startPauseRead(ctx)
-		reason, err := a.pauseAnswer(pause)
-		pause.abandon()
+		pr = a.readAlong(ctx)
+		reason, err := a.readPause(ctx)
 		if err == nil && a.paused(reason) {
 			err = errPausedNow
 		}
 		if err != nil {
 			pr.abandon()
-			a.releaseQuietly(ctx)
+			a.cleanup(ctx)
 			return nil, err
 		}
 	}
@@ -256,7 +256,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight[*Properties]) (*Lease, e
 	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
 		if se := asStorageError(err); se == nil || !se.Transient() {
-			a.releaseQuietly(ctx)
+			a.cleanup(ctx)
 		}
 		return nil, err
 	}
@@ -291,8 +291,13 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	return nil
 }
 
-// releaseQuietly releases a lease not to hand over (fresh context); cleanup retries.
-func (a *attempt) releaseQuietly(ctx context.Context) {
+// cleanup releases, from a fresh context, a lease that this attempt may hold
+// unseen (unsure) or got but will not hand over. If that fails, unsure
+// stays, and the cleanup at the end of Acquire tries again.
+func (a *attempt) cleanup(ctx context.Context) {
+	if !a.unsure {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	_, err := a.b.api.releaseLease(rctx, a.leaseID)
@@ -301,13 +306,6 @@ func (a *attempt) releaseQuietly(ctx context.Context) {
 		return
 	}
 	a.e.log.Debug("release after a failed claim failed", "error", err)
-}
-
-// cleanup releases a lease that this attempt may hold unseen.
-func (a *attempt) cleanup(ctx context.Context) {
-	if a.unsure {
-		a.releaseQuietly(ctx)
-	}
 }
 
 // acquire sends one Acquire Lease after OnTry; sent is t_ok if it succeeds.

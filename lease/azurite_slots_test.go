@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,13 +44,15 @@ func TestAzuriteSlots(t *testing.T) {
 	if _, err := azuriteElector(t, c, "vm-4", three).Acquire(ctx, WaitOptions{NoWait: true}); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a fourth holder: %v, want held", err)
 	}
-	var se *SlotsError
-	if _, err := azuriteElector(t, c, "vm-5", func(c *Config) { c.Slots = 2 }).Acquire(ctx, WaitOptions{NoWait: true}); !errors.As(err, &se) ||
-		se.Want != 2 || se.Recorded != 3 {
-		t.Fatalf("another count: %v, want a SlotsError naming 2 and 3", err)
+	var ce *ConfigError
+	const want2 = `lease: invalid slots: lease "pool" is used with --slots 3, this contender has --slots 2: use the same count on every host, or another lease name`
+	if _, err := azuriteElector(t, c, "vm-5", func(c *Config) { c.Slots = 2 }).Acquire(ctx, WaitOptions{NoWait: true}); !errors.As(err, &ce) ||
+		ce.Field != "slots" || err.Error() != want2 {
+		t.Fatalf("another count: %v, want a slots ConfigError naming 2 and 3", err)
 	}
-	if _, err := azuriteElector(t, c, "vm-6", nil).Acquire(ctx, WaitOptions{NoWait: true}); !errors.As(err, &se) || se.Want != 1 || se.Recorded != 3 {
-		t.Fatalf("one slot: %v, want a SlotsError naming 1 and 3", err)
+	if _, err := azuriteElector(t, c, "vm-6", nil).Acquire(ctx, WaitOptions{NoWait: true}); !errors.As(err, &ce) ||
+		!strings.Contains(err.Error(), "used with --slots 3, this contender has --slots 1:") {
+		t.Fatalf("one slot: %v, want a slots ConfigError naming 1 and 3", err)
 	}
 
 	listed, _, err := c.c.List(ctx, "pool")

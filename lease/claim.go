@@ -1,5 +1,9 @@
 // claim.go: the claim of the new term in the blob's metadata after an
 // acquire, and the read sent with (or before) the acquire that it reuses.
+// The claim records the occurrence due (WaitOptions.Schedule) in its one
+// metadata write, with the term, the start and the nonce: an occurrence
+// starts at most once in the fleet, even if its run fails, its holder dies,
+// or the claim's answer is lost.
 
 package lease
 
@@ -82,6 +86,31 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 	}
 }
 
+// Schedule decides, for WaitOptions.Schedule, which occurrence is due.
+type Schedule interface {
+	// String is the schedule as given: recorded with each claim.
+	String() string
+	// Due is asked with now, the service's clock; created, when the
+	// blob was made (zero: unknown); last, the occurrence last started
+	// (zero: none). It returns the occurrence to run, or a *SkipError
+	// (Reason SkipNotDue, SkipStarted or SkipMissed) not to run. It must
+	// be cheap and do no I/O.
+	Due(now, created, last time.Time) (occurrence time.Time, skip *SkipError)
+}
+
+// due asks the schedule about p, read at now. Without a schedule or a
+// service time it lets the attempt go on (the claim decides).
+func (a *attempt) due(p *Properties, now time.Time) (time.Time, error) {
+	if a.w.Schedule == nil || now.IsZero() {
+		return time.Time{}, nil
+	}
+	occ, skip := a.w.Schedule.Due(now, p.Created, p.Occurrence)
+	if skip != nil {
+		return occ, skip
+	}
+	return occ, nil
+}
+
 // termWrite is a claim's write: the new term and the metadata that records it.
 type termWrite struct {
 	term       int64
@@ -105,7 +134,7 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 		return termWrite{}, err // --schedule: nothing due, or already started
 	}
 	if err := a.pollCheck(p); err != nil {
-		return termWrite{}, err // once.go: --once, or another --slots recorded
+		return termWrite{}, err // --once, or another --slots recorded (slots.go)
 	}
 	stored, err := parseTerm(p.Metadata[mdTerm])
 	if err != nil {
@@ -160,47 +189,47 @@ const minReadGrace = 100 * time.Millisecond // the least wait for the read sent 
 // reusable returns pr's read if it has the ETag of the acquire's answer. One
 // in flight is waited for 2×rtt (the acquire's), at least minReadGrace, from
 // when it was sent; then the claim reads on its own.
-func reusable(pr *inflight[*Properties], ans answer, rtt time.Duration) *Properties {
+func reusable(pr *inflight, ans answer, rtt time.Duration) *Properties {
 	if ans.ETag == "" || ans.Date.IsZero() || !waitFor(pr.done, time.Until(pr.sent.Add(max(2*rtt, minReadGrace)))) {
 		return nil
 	}
-	p := pr.v // nil if the read failed: a failed read is simply not used
+	p := pr.p // a failed read is simply not used
 	if p == nil || !p.Exists || p.etag != ans.ETag {
 		return nil
 	}
 	return p
 }
 
-// inflight is a request sent along with an acquire (the blob's read, the
-// marker's), waited for later or abandoned; or an answer had (answered).
-type inflight[T any] struct {
-	done   chan struct{} // closed once v and err are set
-	v      T
-	err    error
-	sent   time.Time // when the request was sent; zero: answered before
+// inflight is the blob's read sent along with an acquire, waited for later
+// or abandoned; or a read had before (answered).
+type inflight struct {
+	done   chan struct{} // closed once p is set
+	p      *Properties   // nil if the read failed
+	sent   time.Time     // when the read was sent; zero: answered before
 	cancel context.CancelFunc
 }
 
-// sendAlong sends req on its own goroutine, bounded like any of a's.
-func sendAlong[T any](ctx context.Context, a *attempt, req func(context.Context) (T, error)) *inflight[T] {
+// readAlong sends the blob's read on its own goroutine, bounded like any of a's.
+func (a *attempt) readAlong(ctx context.Context) *inflight {
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
-	r := &inflight[T]{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	r := &inflight{done: make(chan struct{}), sent: time.Now(), cancel: cancel}
+	b := a.b
 	go func() {
 		defer close(r.done)
-		r.v, r.err = req(rctx)
+		r.p, _ = b.getProperties(rctx)
 	}()
 	return r
 }
 
-// answered is an answer had before, as if just come.
-func answered[T any](v T) *inflight[T] {
-	r := &inflight[T]{done: make(chan struct{}), v: v, cancel: func() {}}
+// answered is a read had before, as if just come.
+func answered(p *Properties) *inflight {
+	r := &inflight{done: make(chan struct{}), p: p, cancel: func() {}}
 	close(r.done)
 	return r
 }
 
-// abandon cancels the request and waits for its goroutine; nil-safe, repeatable.
-func (r *inflight[T]) abandon() {
+// abandon cancels the read and waits for its goroutine; nil-safe, repeatable.
+func (r *inflight) abandon() {
 	if r == nil {
 		return
 	}

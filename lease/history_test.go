@@ -79,13 +79,13 @@ func TestHistorySequences(t *testing.T) {
 			return pushRun(pushRun(md, ended("a", 1, 0)), lost)
 		}, false, "a/1:0"},
 		{"overflow drops the oldest", func(md map[string]string) map[string]string {
-			for n := int64(1); n <= HistoryLen+5; n++ {
+			for n := int64(1); n <= historyLen+5; n++ {
 				md = recordRunEnd(startRun(md, Run{Holder: "h", Term: n, Start: histT0}), ended("h", n, int(n)))
 			}
 			return md
 		}, false, func() string {
 			var want []string
-			for n := HistoryLen + 5; n > 5; n-- {
+			for n := historyLen + 5; n > 5; n-- {
 				want = append(want, "h/"+strconv.Itoa(n)+":"+strconv.Itoa(n))
 			}
 			return strings.Join(want, " ")
@@ -103,7 +103,7 @@ func TestHistorySequences(t *testing.T) {
 			md["history5"] = "1,100,,"
 			md["history6"] = ""
 			md["history7"] = "2,1795000000,,,kept"
-			md[historyKey(HistoryLen)] = "9,1795000000,,,beyond the ring"
+			md[historyKey(historyLen)] = "9,1795000000,,,beyond the ring"
 			return md
 		}, false, "good/3:0 kept/2:lost"},
 	}
@@ -120,11 +120,11 @@ func TestHistorySequences(t *testing.T) {
 func TestHistoryRecordRunEnd(t *testing.T) {
 	md := startRun(map[string]string{"Foreign": "kept"}, Run{Holder: "vm-3", Term: 42, Start: histT0})
 	md = recordRunEnd(md, ended("vm-3", 42, 0))
-	for n := int64(43); n < 43+HistoryLen; n++ {
+	for n := int64(43); n < 43+historyLen; n++ {
 		md = recordRunEnd(startRun(md, Run{Holder: "vm-2", Term: n, Start: histT0}), ended("vm-2", n, 1))
 	}
 	for k, want := range map[string]string{
-		"foreign": "kept", mdLastRunHolder: "vm-2", mdLastRunTerm: strconv.Itoa(42 + HistoryLen), mdLastExit: "1",
+		"foreign": "kept", mdLastRunHolder: "vm-2", mdLastRunTerm: strconv.Itoa(42 + historyLen), mdLastExit: "1",
 		mdLastSuccessHolder: "vm-3", mdLastSuccessTerm: "42", mdLastSuccessEnd: formatTime(ended("", 42, 0).End),
 	} {
 		if md[k] != want {
@@ -213,7 +213,7 @@ func worstMetadata() map[string]string {
 	}
 	zero := 0
 	md = recordRunEnd(md, Run{Holder: holder, Term: math.MaxInt64 - 100, Start: last.Add(-time.Hour), End: last, ExitCode: &zero})
-	for i := range HistoryLen + 1 {
+	for i := range historyLen + 1 {
 		term := int64(math.MaxInt64 - i)
 		r := Run{Holder: holder, Term: term, Start: last.Add(-time.Duration(i) * time.Second), End: last, ExitCode: exitOf(255)}
 		md = recordRunEnd(startRun(md, Run{Holder: holder, Term: term, Start: r.Start}), r)
@@ -223,8 +223,8 @@ func worstMetadata() map[string]string {
 
 func TestHistoryMetadataSize(t *testing.T) {
 	md := worstMetadata()
-	if got := len(ReadHistory(md, false)); got != HistoryLen {
-		t.Fatalf("%d runs in the worst case, want %d", got, HistoryLen)
+	if got := len(ReadHistory(md, false)); got != historyLen {
+		t.Fatalf("%d runs in the worst case, want %d", got, historyLen)
 	}
 	for _, k := range []string{mdLastSuccessEnd, mdLastSuccessHolder, mdLastSuccessTerm, mdLastExit, mdLastRunTerm} {
 		if md[k] == "" {
@@ -236,8 +236,8 @@ func TestHistoryMetadataSize(t *testing.T) {
 	if got := metadataSize(md); got != documented {
 		t.Errorf("worst-case metadata is %d bytes, the doc comment says %d", got, documented)
 	}
-	if got := metadataSize(md); got > MaxMetadataSize-reserve {
-		t.Errorf("worst-case metadata is %d bytes: want at most %d, leaving %d for others' keys", got, MaxMetadataSize-reserve, reserve)
+	if got := metadataSize(md); got > maxMetadataSize-reserve {
+		t.Errorf("worst-case metadata is %d bytes: want at most %d, leaving %d for others' keys", got, maxMetadataSize-reserve, reserve)
 	}
 }
 
@@ -245,19 +245,25 @@ func TestHistoryCrowdedMetadata(t *testing.T) {
 	md := worstMetadata()
 	md["foreign"] = strings.Repeat("f", 5000)
 	md = pushRun(md, ended("new", 1, 0))
-	if got := metadataSize(md); got > MaxMetadataSize {
-		t.Errorf("metadata is %d bytes after a push, over Azure's %d", got, MaxMetadataSize)
+	if got := metadataSize(md); got > maxMetadataSize {
+		t.Errorf("metadata is %d bytes after a push, over Azure's %d", got, maxMetadataSize)
 	}
 	runs := ring(md)
-	if len(runs) == 0 || len(runs) >= HistoryLen || runs[0].Holder != "new" {
+	if len(runs) == 0 || len(runs) >= historyLen || runs[0].Holder != "new" {
 		t.Errorf("want the ring cut to fit, newest kept: %s", describe(runs))
 	}
 }
 
-func TestHistoryMergeRuns(t *testing.T) {
-	slot0 := []Run{ended("a", 5, 0), ended("a", 1, 0)}
-	slot1 := []Run{ended("b", 4, 1), ended("b", 2, 0)}
-	if got, want := describe(MergeRuns(slot0, slot1)), "a/5:0 b/4:1 b/2:0 a/1:0"; got != want {
-		t.Errorf("MergeRuns = %q, want %q", got, want)
+func TestHistoryViewRuns(t *testing.T) {
+	slot := func(i int, runs ...Run) Slot { // runs oldest first
+		md := map[string]string{}
+		for _, r := range runs {
+			md = pushRun(md, r)
+		}
+		return Slot{Index: i, Props: &Properties{Exists: true, State: StateAvailable, Metadata: md}}
+	}
+	v := &View{Slots: []Slot{slot(0, ended("a", 1, 0), ended("a", 5, 0)), slot(1, ended("b", 2, 0), ended("b", 4, 1))}}
+	if got, want := describe(v.Runs()), "a/5:0 b/4:1 b/2:0 a/1:0"; got != want {
+		t.Errorf("Runs = %q, want %q", got, want)
 	}
 }

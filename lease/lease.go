@@ -50,8 +50,7 @@ type Lease struct {
 	dateAt           time.Time         // when that answer arrived (monotonic)
 	stopKeeper       context.CancelFunc
 	keeperDone       chan struct{}
-	releasing        bool // Release was called: the keeper exits without closing Lost
-	released         bool
+	releasing        bool // Release was called: the keeper exits without closing Lost, a second Release at once
 }
 
 func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
@@ -122,9 +121,7 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))
 	l.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	err := retryTransient(rctx, func() error {
+	err := retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
 		switch {
 		case err == nil:
@@ -174,11 +171,11 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 // by itself within Duration.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	if l.released {
+	if l.releasing {
 		l.mu.Unlock()
 		return nil
 	}
-	l.released, l.releasing = true, true
+	l.releasing = true
 	stop, done := l.stopKeeper, l.keeperDone
 	l.mu.Unlock()
 	if stop != nil {
@@ -186,9 +183,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		<-done
 	}
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	return retryTransient(rctx, func() error {
+	return retryTransient(context.WithoutCancel(ctx), releaseTimeout, func(rctx context.Context) error {
 		_, err := l.b.api.releaseLease(rctx, l.ID)
 		se := asStorageError(err)
 		switch {

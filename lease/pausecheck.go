@@ -50,10 +50,8 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	var date time.Time
-	err = retryTransient(rctx, func() error {
+	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		ans, err := m.api.putBlob(rctx, md)
 		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
 			// Create the container only: an empty marker blob would be an
@@ -84,10 +82,8 @@ func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	unanswered := false
-	err = retryTransient(rctx, func() error {
+	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
 		_, err := m.api.deleteBlob(rctx)
 		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {
@@ -131,59 +127,31 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// startPauseRead sends the marker's read; nil if the blob has none (fakes).
-func (a *attempt) startPauseRead(ctx context.Context) *inflight[string] {
+// readPause reads the marker (while the blob's read sent along with an
+// optimistic acquire is in flight): pauseText if paused at the read's Date,
+// or a failure; one that may not read it (401, 403) reads as not paused,
+// warned once per Acquire. A blob with no marker (fakes) is not paused.
+func (a *attempt) readPause(ctx context.Context) (string, error) {
 	if a.b.marker == nil {
-		return nil
-	}
-	return sendAlong(ctx, a, a.b.marker.pauseReason)
-}
-
-// pauseAnswer waits for the marker's read r: pauseText, or a failure; one
-// that may not read it (401, 403) reads as not paused, warned once per Acquire.
-func (a *attempt) pauseAnswer(r *inflight[string]) (string, error) {
-	if r == nil {
 		return "", nil
 	}
-	<-r.done
-	if denied(r.err) {
+	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	props, err := a.b.marker.getProperties(rctx)
+	cancel()
+	switch {
+	case denied(err):
 		if !a.pauseRefused {
 			a.pauseRefused = true
-			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", r.err)
+			a.e.log.Warn("cannot read the lease's pause marker: pauses are not honoured", "error", err)
 		}
 		return "", nil
-	}
-	return r.v, r.err
-}
-
-// pauseReason reads the marker m: pauseText if paused at the read's Date.
-func (m *Blob) pauseReason(ctx context.Context) (string, error) {
-	props, err := m.getProperties(ctx)
-	if err != nil || !props.Exists {
+	case err != nil || !props.Exists:
 		return "", err
 	}
 	if p := pauseOf(props.Metadata); p.Active(props.Date) {
 		return pauseText(p), nil
 	}
 	return "", nil
-}
-
-// checkPause is a follower's read of the marker right before its acquire
-// (free: the poll's read). Not ok: hold off, with an error to give up with,
-// or nil to poll again (after a failure's backoff, or a poll interval).
-func (a *attempt) checkPause(ctx context.Context, free *Properties) (ok bool, err error) {
-	r := a.startPauseRead(ctx)
-	a.reqStart = time.Now()
-	reason, err := a.pauseAnswer(r)
-	r.abandon()
-	if err != nil {
-		return false, a.failed(ctx, err)
-	}
-	a.succeeded()
-	if a.paused(reason) {
-		return false, a.giveUpOrWait(ctx, free)
-	}
-	return true, nil
 }
 
 // paused records the marker read's answer (heldBack): paused?

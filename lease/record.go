@@ -125,7 +125,7 @@ func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.E
 // runKeys are the keys startRun changes: lastrun* and the history.
 func runKeys() []string {
 	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
-	for i := range HistoryLen {
+	for i := range historyLen {
 		keys = append(keys, historyKey(i))
 	}
 	return keys

@@ -19,7 +19,7 @@
 // lastrunend 30, lastsuccessend 34), leaseduration 15, lastexit 11,
 // leaderrunversion 80 (64 characters), slots 7. A history entry takes at most
 // 151 (name 9, term 19, two times of 10, exit 3, holder 96, four commas):
-// HistoryLen = 20 entries 3010, everything 4140, leaving 4052 for others'
+// historyLen = 20 entries 3010, everything 4140, leaving 4052 for others'
 // keys (26 entries would leave a 3 KB reserve). Holders over 96 characters
 // are cut in history entries (the first 93 and "..."), whole in the lastrun
 // and lastsuccess keys. Should foreign keys crowd the metadata anyway,
@@ -28,7 +28,6 @@
 package lease
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,8 +35,8 @@ import (
 )
 
 const (
-	HistoryLen       = 20      // how many runs a blob's history keeps
-	MaxMetadataSize  = 8 << 10 // Azure's limit on a blob's metadata, names and values together
+	historyLen       = 20      // how many runs a blob's history keeps
+	maxMetadataSize  = 8 << 10 // Azure's limit on a blob's metadata, names and values together
 	historyHolderMax = 96      // the longest holder a history entry keeps
 	cutMark          = "..."
 )
@@ -104,7 +103,7 @@ func decodeRun(v string) (r Run, ok bool) {
 // ring reads the history entries, newest first, skipping malformed ones.
 func ring(md map[string]string) []Run {
 	var runs []Run
-	for i := range HistoryLen {
+	for i := range historyLen {
 		if r, ok := decodeRun(md[historyKey(i)]); ok {
 			runs = append(runs, r)
 		}
@@ -112,17 +111,17 @@ func ring(md map[string]string) []Run {
 	return runs
 }
 
-// writeRing replaces md's history with runs (newest first), HistoryLen at most.
+// writeRing replaces md's history with runs (newest first), historyLen at most.
 func writeRing(md map[string]string, runs []Run) {
-	for i := range HistoryLen {
+	for i := range historyLen {
 		delete(md, historyKey(i))
 	}
-	for i, r := range runs[:min(len(runs), HistoryLen)] {
+	for i, r := range runs[:min(len(runs), historyLen)] {
 		md[historyKey(i)] = encodeRun(r)
 	}
 }
 
-// metadataSize is what Azure counts against MaxMetadataSize.
+// metadataSize is what Azure counts against maxMetadataSize.
 func metadataSize(md map[string]string) int {
 	n := 0
 	for k, v := range md {
@@ -134,7 +133,7 @@ func metadataSize(md map[string]string) int {
 // pushRun returns a copy of md (keys lowercased) with r, if it has a start,
 // as the newest history entry; one there already (same term, start, holder)
 // is replaced only if r knows more (an end or exit). The oldest entries are
-// dropped beyond HistoryLen and while over MaxMetadataSize.
+// dropped beyond historyLen and while over maxMetadataSize.
 func pushRun(md map[string]string, r Run) map[string]string {
 	out := lowered(md)
 	if r.Start.IsZero() {
@@ -148,9 +147,9 @@ func pushRun(md map[string]string, r Run) map[string]string {
 	} else {
 		runs = append([]Run{r}, runs...)
 	}
-	for n := min(len(runs), HistoryLen); n >= 0; n-- {
+	for n := min(len(runs), historyLen); n >= 0; n-- {
 		writeRing(out, runs[:n])
-		if metadataSize(out) <= MaxMetadataSize {
+		if metadataSize(out) <= maxMetadataSize {
 			break
 		}
 	}
@@ -188,15 +187,4 @@ func LastSuccess(md map[string]string) *Run {
 		}
 	}
 	return best
-}
-
-// MergeRuns merges the histories of a lease's slots, newest start first
-// (stable: ties keep the arguments' order).
-func MergeRuns(histories ...[]Run) []Run {
-	var all []Run
-	for _, h := range histories {
-		all = append(all, h...)
-	}
-	slices.SortStableFunc(all, func(a, b Run) int { return cmp.Compare(b.Start.Unix(), a.Start.Unix()) })
-	return all
 }

@@ -54,17 +54,11 @@ func jitter(d time.Duration, frac float64) time.Duration {
 	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }
 
-// Full-jitter backoff for contenders: the nth retry waits a random time in
-// [0, cap), cap doubling from fullJitterBase to fullJitterMax: a fleet
+// fullJitter is the wait before a contender's nth retry (n counts from 1): a
+// random time in [0, cap), cap doubling from 500 ms to 8 s: a fleet
 // throttled together spreads out, well within a minute of budget.
-const (
-	fullJitterBase = 500 * time.Millisecond
-	fullJitterMax  = 8 * time.Second
-)
-
-// fullJitter is the wait before a contender's nth retry (n counts from 1).
 func fullJitter(n int) time.Duration {
-	return rand.N(doubled(fullJitterBase, fullJitterMax, n))
+	return rand.N(doubled(500*time.Millisecond, 8*time.Second, n))
 }
 
 // failureRun counts consecutive failed tries; a success ends the run (reset).
@@ -88,13 +82,16 @@ func (f *failureRun) count(sent time.Time) {
 
 func (f *failureRun) reset() { *f = failureRun{} }
 
-// retryTransient calls try, which bounds its request by ctx, until it
-// returns anything but a transient *StorageError or ctx ends, waiting
-// backoff(n) after the nth failure; it returns try's last error.
-func retryTransient(ctx context.Context, try func() error) error {
+// retryTransient calls try with ctx bounded to timeout from now (try bounds
+// its request by it) until it returns anything but a transient *StorageError
+// or that ctx ends, waiting backoff(n) after the nth failure; it returns
+// try's last error.
+func retryTransient(ctx context.Context, timeout time.Duration, try func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var run failureRun
 	for {
-		err := try()
+		err := try(ctx)
 		if se := asStorageError(err); se == nil || !se.Transient() || ctx.Err() != nil {
 			return err
 		}

@@ -33,11 +33,9 @@ func TestRetryTransient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), tc.bound)
-				defer cancel()
 				tries := 0
 				t0 := time.Now()
-				err := retryTransient(ctx, func() error {
+				err := retryTransient(context.Background(), tc.bound, func(context.Context) error {
 					tries++
 					return tc.answers[min(tries, len(tc.answers))-1]
 				})

@@ -11,6 +11,13 @@
 // held. --once-per applies per slot; a contender skips when every slot had a
 // run start within it: `--slots 2 --once-per 4m` lets up to two start per
 // window.
+//
+// Also a contender's checks besides the once-per window, one slot or
+// several: --once (someone succeeded), --once-per-host (the done marker
+// NAME~done/HOST, names.go), the slot count recorded; and MarkDone. --once
+// with several slots is refused: it promises one successful run for the
+// fleet, and with N slots up to N contenders would start at once, none
+// seeing the others' success until it has ended.
 
 package lease
 
@@ -18,7 +25,9 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -68,10 +77,12 @@ func (v *View) holder() *Properties {
 	return nil
 }
 
-// heldByHost reports whether a slot but mine is held by host (its metadata).
+// heldByHost reports whether a slot but mine is held by host: its holder
+// (metadata) is host (--identity) or host:PID (the default).
 func (v *View) heldByHost(host string, mine int) bool {
 	for _, s := range v.Slots {
-		if s.Index != mine && s.Props.State.Held() && sameHost(s.Props.Holder, host) {
+		h := s.Props.Holder
+		if s.Index != mine && s.Props.State.Held() && (h == host || strings.HasPrefix(h, host+":")) {
 			return true
 		}
 	}
@@ -100,7 +111,7 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	}
 	// A done marker of an earlier release (NAME~done/HOST: names.go).
 	if a.w.OncePerHost != "" && slices.Contains(v.DoneHosts, a.w.OncePerHost) {
-		return poll{}, stepRead, a.doneSkip()
+		return poll{}, stepRead, &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
 	}
 	free, skip := v.freeSlots(n, a.w.OncePer, a.ownClaim)
 	if skip != nil {
@@ -142,7 +153,7 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 		a.reqStart = s.reqStart
 		if err == nil {
 			l.Name, l.Slot = a.b.name, i
-			err = a.doneAfter(ctx, l) // once.go
+			err = a.doneAfter(ctx, l)
 			if err == nil {
 				return l, stepRead, nil
 			}
@@ -169,4 +180,101 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 		break
 	}
 	return nil, stepRead, a.heldWait(ctx, last.view.holder())
+}
+
+// slotsErr: the lease of blob records another slot count than this
+// contender's (a usage error: exit 64).
+func slotsErr(blob string, want, recorded int) *ConfigError {
+	return configErr("slots", "lease %q is used with --slots %d, this contender has --slots %d: use the same count on every host, or another lease name",
+		ParseBlobName(blob).Lease, recorded, want)
+}
+
+// pollCheck ends the wait, on any read, before any write: another slot count
+// recorded, --once with a success recorded, a directory (isDirectory, blob.go).
+func (a *attempt) pollCheck(p *Properties) error {
+	if p.Directory {
+		return directoryError(a.b.name)
+	}
+	if r := slotsMismatch(p.Metadata, a.e.cfg.Slots); r != 0 {
+		return slotsErr(a.b.name, a.e.cfg.Slots, r)
+	}
+	if a.w.Once {
+		if s := LastSuccess(p.Metadata); s != nil {
+			return &SkipError{Reason: SkipOnce, Holder: s.Holder, Start: s.End}
+		}
+	}
+	return nil
+}
+
+// hostDone is --once-per-host's check before the first acquire: a skip if
+// this host's done marker exists, or, if not, an earlier release's marker
+// (legacyDoneBlob): a host that finished before an upgrade stays done.
+func (a *attempt) hostDone(ctx context.Context) error {
+	if a.w.OncePerHost == "" {
+		return nil
+	}
+	name := ParseBlobName(a.b.name).Lease
+	for _, blob := range []string{DoneBlob(name, a.w.OncePerHost), legacyDoneBlob(name, a.w.OncePerHost)} {
+		m, err := a.b.c.Blob(blob)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := a.requestCtx(ctx)
+		p, err := m.getProperties(rctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return err
+		case p.Exists:
+			return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
+		}
+	}
+	return nil
+}
+
+// doneAfter checks hostDone again once l is held: a contender that waited
+// while this host's run succeeded does not run again (the marker is written
+// before the release). With several slots a listing follows: another slot
+// held by this host (a second leaderrun there) sends it back to waiting
+// (errHeldNow); two that acquire at once each list after their own claim,
+// so one sees the other. Any outcome but going on releases l.
+func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
+	if a.w.OncePerHost == "" {
+		return nil
+	}
+	err := a.hostDone(ctx)
+	if err == nil && a.e.cfg.Slots > 1 {
+		var v *View
+		if v, err = a.list(ctx); err == nil && v.heldByHost(a.w.OncePerHost, l.Slot) {
+			a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
+			err = errHeldNow
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if rerr := l.ReleaseUnused(ctx); rerr != nil {
+		a.e.log.Debug("release after the done check failed", "error", rerr)
+	}
+	return err
+}
+
+// MarkDone records that host completed a run with status 0: the empty blob
+// ~done/NAME~HOST, created If-None-Match: * (one there is kept). Call it
+// while the lease is held, before Release, so the marker exists before
+// anyone else can take the slot. Retries transient failures, requestTimeout.
+func (l *Lease) MarkDone(ctx context.Context, host string) error {
+	m, err := l.b.c.Blob(DoneBlob(l.Name, host))
+	if err != nil {
+		return err
+	}
+	return retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
+		_, err := m.api.createBlob(rctx)
+		if se := asStorageError(err); se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
+			return nil
+		}
+		return renamed(err, "create done marker")
+	})
 }
