@@ -113,7 +113,7 @@ func (s checkState) String() string {
 
 // checkInput is what check decides from.
 type checkInput struct {
-	Runs        []lease.Run   // newest start first: lease.ReadHistory, merged across slots with lease.MergeRuns
+	Runs        []lease.Run   // newest start first: lease.View.Runs, every slot's history merged
 	LastSuccess *lease.Run    // lease.LastSuccess (the newest across slots); nil if none recorded
 	Now         time.Time     // the service's Date header of the read
 	MaxAge      time.Duration // --max-age; the caller refuses values ≤ 0 as a usage error
