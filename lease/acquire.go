@@ -1,8 +1,8 @@
+package lease
+
 // acquire.go: one Acquire call as a state machine (attempt): its poll loop,
 // the optimistic acquire, creating a missing blob, holding off, giving up on
 // storage failures, and the cleanup of a lease acquired but not handed over.
-
-package lease
 
 import (
 	"context"

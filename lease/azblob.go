@@ -1,8 +1,8 @@
+package lease
+
 // The storage edge: the Blob service requests leaderrun makes, as one
 // narrow interface, and azBlob and azContainer, which send them with the
 // Azure SDK (azblob v1.8.0). Unit tests put a fake in their place.
-
-package lease
 
 import (
 	"bytes"

@@ -1,11 +1,11 @@
+package lease
+
 // claim.go: the claim of the new term in the blob's metadata after an
 // acquire, and the read sent with (or before) the acquire that it reuses.
 // The claim records the occurrence due (WaitOptions.Schedule) in its one
 // metadata write, with the term, the start and the nonce: an occurrence
 // starts at most once in the fleet, even if its run fails, its holder dies,
 // or the claim's answer is lost.
-
-package lease
 
 import (
 	"context"

@@ -1,3 +1,5 @@
+package lease
+
 // classify.go: how a failed storage or network request is classified, once
 // (mapError): the kinds that decide what the caller does, and the hint that
 // says what to do, with the cause and fix of the refusals an account's
@@ -5,8 +7,6 @@
 // legal hold, an API version not accepted). Lifecycle rules that delete
 // blobs and a geo failover never show in a data-plane answer: the README's
 // "Before the fleet relies on it" covers them.
-
-package lease
 
 import (
 	"bytes"

@@ -1,7 +1,7 @@
+package lease
+
 // config.go: Config, the settings shared by the Elector and its leases,
 // their safe bounds, defaults and checks.
-
-package lease
 
 import (
 	"cmp"

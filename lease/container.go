@@ -1,10 +1,10 @@
+package lease
+
 // A container of leases: where it is (ClientConfig, connection strings, the
 // blob service endpoint), which of the environment's storage credentials a
 // client uses (in the README's order), the SDK credential built from them,
 // the bounded HTTP transport every SDK client shares, and the blobs of the
 // container. No error echoes a secret.
-
-package lease
 
 import (
 	"cmp"

@@ -1,10 +1,10 @@
+package lease
+
 // Doctor: `leaderrun doctor`'s checks. Each tries for real what a run will
 // need, on a scratch blob beside the lease (NAME~doctor-RANDOM, which
 // `list` does not show as a lease) that it deletes at the end, and says
 // what the service answered. Here: its run and the checks of the
 // credential, the endpoint, the API version, the account and the container.
-
-package lease
 
 import (
 	"cmp"

@@ -1,8 +1,8 @@
+package lease
+
 // doctor_blob.go: doctor's checks on the scratch blob (create, read, round
 // trip, lease, metadata, list, delete), of the clock and of the lease name,
 // and how it words a credential and a refusal.
-
-package lease
 
 import (
 	"context"

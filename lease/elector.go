@@ -1,10 +1,10 @@
+package lease
+
 // elector.go: the public face of acquiring: Elector, WaitOptions, Acquire
 // (the attempt behind it: acquire.go; the claim: claim.go); and how one
 // Acquire call waits as WaitOptions say and bounds its requests: each
 // request's deadline, the failure budget, the poll interval, a blob gone
 // under a holder, a holder or Hold that keeps it waiting, OnWait and OnHold.
-
-package lease
 
 import (
 	"cmp"

@@ -1,7 +1,7 @@
+package lease
+
 // lease.go: the Lease that Acquire returns: what it holds, the service time
 // it tracks, the run records it writes, and Release (keeper: keeper.go).
-
-package lease
 
 import (
 	"context"

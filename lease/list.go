@@ -1,10 +1,10 @@
+package lease
+
 // Listing: a container's blobs under a prefix, with lease state and
 // metadata; and View, one lease as one listing shows it (its slot blobs,
 // pause marker, done markers, and the runs they record). list, status,
 // history, check, break and the slot poll read a lease through it; the
 // commands render it.
-
-package lease
 
 import (
 	"cmp"

@@ -1,3 +1,5 @@
+package lease
+
 // How leaderrun names the blobs of one lease. A lease NAME is the blob
 // NAME. Its few other blobs carry NAME, the separator "~" and a kind, so
 // that one prefix listing of NAME finds them all and a listing of the
@@ -14,8 +16,6 @@
 // Lease names may therefore not contain "~". Done markers of earlier
 // releases, NAME~done/HOST, are still read. Here too: Azure's naming rules
 // for accounts, containers and blobs, and the pause marker's record.
-
-package lease
 
 import (
 	"net/url"

@@ -1,3 +1,5 @@
+package lease
+
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause: names.go), and a contender's check before
 // each acquire: one read per acquire, never per poll of a held lease. The
@@ -9,8 +11,6 @@
 // COMMAND up to one round trip after a pause was written. One that may not
 // read the marker (a SAS scoped to the lease blob: 403) warns once and does
 // not honour pauses; unreachable storage is retried, then given up.
-
-package lease
 
 import (
 	"context"

@@ -1,8 +1,8 @@
+package lease
+
 // record.go: what leaderrun records in a lease blob's metadata: every key,
 // their read, a run's start and end (which keep foreign keys). The claim's
 // write: claim.go; the history and size limit: record_history.go.
-
-package lease
 
 import (
 	"fmt"

@@ -1,3 +1,5 @@
+package lease
+
 // The run history a lease blob keeps in its metadata, and the last success.
 // History costs no request of its own: it is rewritten in the writes a run
 // already makes ([startRun], [recordRunEnd]). Each run is one key, newest
@@ -24,8 +26,6 @@
 // are cut in history entries (the first 93 and "..."), whole in the lastrun
 // and lastsuccess keys. Should foreign keys crowd the metadata anyway,
 // [pushRun] drops the oldest entries until it fits.
-
-package lease
 
 import (
 	"slices"

@@ -1,9 +1,9 @@
+package lease
+
 // retry.go: how lease waits and retries, each written once: the backoffs,
 // the run of failures, the retry loop for one request, and the wait that
 // ends when a channel closes. The acquire's poll loop and the keeper use
 // them around deadlines of their own.
-
-package lease
 
 import (
 	"context"

@@ -1,3 +1,5 @@
+package lease
+
 // slots.go: a lease of N > 1 slots (Config.Slots), each its own lease blob
 // (NAME, NAME~slot-1, …: names.go) with the whole safety rule, its own term
 // and run record. A contender polls with one listing of the prefix NAME
@@ -18,8 +20,6 @@
 // with several slots is refused: it promises one successful run for the
 // fleet, and with N slots up to N contenders would start at once, none
 // seeing the others' success until it has ended.
-
-package lease
 
 import (
 	"context"

@@ -1,9 +1,9 @@
 //go:build unix
 
+package runner
+
 // A process group as a whole (the command's or a health check's): sending it
 // a signal, whether it still has a running member, waiting until it is empty.
-
-package runner
 
 import (
 	"bytes"

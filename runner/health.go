@@ -1,9 +1,9 @@
 //go:build unix
 
+package runner
+
 // The health check of the running command, as Docker's HEALTHCHECK: its
 // configuration, the loop that counts failures, and one check.
-
-package runner
 
 import (
 	"cmp"

@@ -1,10 +1,10 @@
 //go:build unix
 
+package runner
+
 // Preparing a command ahead of time: Prepare starts the guard while
 // leaderrun waits for the lease, Launch gives it the go-ahead (and the
 // controlling terminal's foreground), Discard ends it unused.
-
-package runner
 
 import (
 	"cmp"

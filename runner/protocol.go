@@ -1,11 +1,11 @@
 //go:build unix
 
+package runner
+
 // What leaderrun and the guard say through their pipes: Launch's go-ahead
 // (the command's kill deadline and environment) and the command's wait
 // status reported back. Later kill deadlines travel on the lifeline
 // (Process.SetKillDeadline). Both read the same monotonic clock.
-
-package runner
 
 import (
 	"bufio"

@@ -1,9 +1,9 @@
 //go:build unix
 
+package runner
+
 // Signalling the command's process group: Stop, the policy for signals from
 // outside (HandleSignal), and the guard's kill deadline.
-
-package runner
 
 import (
 	"encoding/binary"

@@ -1,9 +1,9 @@
 //go:build unix
 
+package runner
+
 // The supervision of a started command: the wait status the guard reports,
 // stopping what the command left in its group, dismissing the guard, Done.
-
-package runner
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
-// The parent-death signal on Linux.
-
 package pdeath
+
+// The parent-death signal on Linux.
 
 import "syscall"
 

@@ -1,8 +1,8 @@
 //go:build !linux
 
-// No parent-death signal outside Linux.
-
 package pdeath
+
+// No parent-death signal outside Linux.
 
 import "syscall"
 

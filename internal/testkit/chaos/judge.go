@@ -1,7 +1,7 @@
+package chaos
+
 // Judging a trial: the measures computed from the records, and each
 // scenario's expectations.
-
-package chaos
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
+package chaos
+
 // Watching the fault proxy for the holder's acquire and renew requests, to
 // bound when its last successful one was sent.
-
-package chaos
 
 import (
 	"sync"

@@ -1,7 +1,7 @@
+package chaos
+
 // What a trial measured: Result, with its spans and the exits of the two
 // leaderrun processes.
-
-package chaos
 
 import (
 	"strconv"

@@ -1,10 +1,10 @@
+package chaos
+
 // The slots variant of a trial (Trial.Slots > 1): the lease has N slots,
 // fillers hold the N−1 slots the holder does not, for the whole trial, and
 // the judge checks that no more than N groups ran at any instant (and, as
 // for one slot, that the holder's and the follower's never overlapped: the
 // follower can only take the holder's slot).
-
-package chaos
 
 import (
 	"context"

@@ -1,7 +1,7 @@
+package chaos
+
 // A trial: staging the holder and the follower, injecting the fault,
 // waiting for the outcome, and tearing everything down.
-
-package chaos
 
 import (
 	"context"

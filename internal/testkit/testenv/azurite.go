@@ -1,7 +1,7 @@
+package testenv
+
 // The Azurite emulator: starting it with scripts/azurite.sh, and reading
 // the connection string it prints.
-
-package testenv
 
 import (
 	"context"

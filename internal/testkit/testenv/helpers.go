@@ -1,7 +1,7 @@
+package testenv
+
 // Small helpers every driver needs: sleeping and polling until a context
 // ends, log tails, random names, and the environment of what they start.
-
-package testenv
 
 import (
 	"bytes"

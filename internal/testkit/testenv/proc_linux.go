@@ -1,6 +1,6 @@
-// Whether a pid still runs a given executable, on Linux: from /proc.
-
 package testenv
+
+// Whether a pid still runs a given executable, on Linux: from /proc.
 
 import (
 	"os"

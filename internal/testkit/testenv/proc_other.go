@@ -1,8 +1,8 @@
 //go:build !linux
 
-// Whether a pid still runs, outside Linux.
-
 package testenv
+
+// Whether a pid still runs, outside Linux.
 
 import (
 	"errors"

@@ -1,7 +1,7 @@
+package testenv
+
 // Processes a driver starts: logged to a file, in their own process group,
 // unable to outlive the driver, and stopped by their pid.
-
-package testenv
 
 import (
 	"errors"

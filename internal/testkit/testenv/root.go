@@ -1,6 +1,6 @@
-// The module root, and building binaries from it.
-
 package testenv
+
+// The module root, and building binaries from it.
 
 import (
 	"context"

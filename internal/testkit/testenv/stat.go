@@ -1,6 +1,6 @@
-// What /proc says about a process: its stat fields.
-
 package testenv
+
+// What /proc says about a process: its stat fields.
 
 import (
 	"bytes"
