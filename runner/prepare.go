@@ -167,9 +167,6 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: kill deadline: %w", err)
 		}
-		if deadline == 0 {
-			deadline = -1 // 0 means none; both are long past
-		}
 	}
 	msg, err := encodeLaunch(deadline, env)
 	if err != nil {

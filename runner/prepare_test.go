@@ -239,6 +239,19 @@ func TestPreparedKillDeadline(t *testing.T) {
 		}
 		noFile(t, ran, "the command started past its deadline")
 	})
+	t.Run("the zero time at launch: nothing starts", func(t *testing.T) {
+		t.Parallel()
+		ran := filepath.Join(t.TempDir(), "ran")
+		pr := prepareChild(t, Config{Argv: []string{testExe, touchArg, ran}})
+		if err := pr.prep.SetKillDeadline(time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		pr.launch(t)
+		if res := pr.wait(t); res.Signal != syscall.SIGKILL {
+			t.Errorf("Result = %+v, want killed by SIGKILL", res)
+		}
+		noFile(t, ran, "the command started past its deadline")
+	})
 	t.Run("passes after launch", func(t *testing.T) {
 		t.Parallel()
 		pr := prepareChild(t, Config{KillGrace: time.Hour})

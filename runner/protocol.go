@@ -126,15 +126,16 @@ func monotonicNow() (int64, error) {
 }
 
 // monotonicAt is t as a reading of the system's monotonic clock, never
-// below zero: a time long past (the zero time, whose distance saturates)
-// reads as the clock's origin, so the guard's subtraction cannot wrap it
-// into the far future.
+// below 1: a time long past (the zero time, whose distance saturates) reads
+// as just after the clock's origin, so the guard's subtraction cannot wrap
+// it into the far future, and it is never 0, which the guard's protocol
+// reads as no deadline.
 func monotonicAt(t time.Time) (int64, error) {
 	now, err := monotonicNow()
 	if err != nil {
 		return 0, err
 	}
-	return max(now+int64(time.Until(t)), 0), nil
+	return max(now+int64(time.Until(t)), 1), nil
 }
 
 // untilMonotonic is how long until a system monotonic clock reading.
