@@ -68,7 +68,7 @@ func TestViewSchedule(t *testing.T) {
 	}
 	p.Created, p.Occurrence = time.Time{}, time.Date(2026, 3, 10, 12, 5, 0, 0, time.UTC)
 	vv, _ := viewSchedule(p, now)
-	if res := decideCheck(checkInput{Now: now, MaxAge: time.Hour, Schedule: &vv}); res.State != stateCritical || !strings.Contains(res.Line, "never started") {
+	if res := decideCheck(checkInput{Now: now, Critical: time.Hour, Schedule: &vv}); res.State != stateCritical || !strings.Contains(res.Line, "never started") {
 		t.Errorf("check: %v %q", res.State, res.Line)
 	}
 	if _, ok := viewSchedule(&lease.Properties{}, now); ok {
