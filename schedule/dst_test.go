@@ -255,6 +255,18 @@ func TestNextAgainstMinuteByMinute(t *testing.T) {
 				if !slices.EqualFunc(got, want, time.Time.Equal) {
 					t.Errorf("%s %s around %s:\n got %v\nwant %v", zone, spec, change.UTC(), got, want)
 				}
+				// Latest, every 7 minutes: the last of want at or before.
+				for i := from.Add(24 * time.Hour); !i.After(to); i = i.Add(7 * time.Minute) {
+					var w time.Time
+					for _, o := range want {
+						if !o.After(i) {
+							w = o
+						}
+					}
+					if got := s.Latest(i); !got.Equal(w) {
+						t.Errorf("%s %s: Latest(%s) = %s, want %s", zone, spec, i, got, w)
+					}
+				}
 			}
 		}
 	}

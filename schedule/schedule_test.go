@@ -108,3 +108,21 @@ func TestDecide(t *testing.T) {
 		}
 	}
 }
+
+// Decide is on every scheduled invocation's read: its cost, for a minutely
+// and a daily schedule in UTC, a daily one in a zone with DST, and 29
+// February (the longest search).
+func BenchmarkDecide(b *testing.B) {
+	now, created := at("2026-11-01T06:45:00Z"), at("2026-01-01T00:00:00Z")
+	for _, spec := range []string{"* * * * *", "0 3 * * *", "CRON_TZ=America/New_York 30 1 * * *", "CRON_TZ=Europe/Berlin */30 * * * *", "0 0 29 2 *"} {
+		s, err := Parse(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				s.Decide(now, created, time.Time{}, 0)
+			}
+		})
+	}
+}
