@@ -8,6 +8,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,39 +18,56 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/schedule"
 )
 
 type checkOptions struct {
-	loc    locationOptions
-	maxAge time.Duration
+	loc      locationOptions
+	warning  time.Duration // -w
+	critical time.Duration // -c, or --max-age
+	maxAge   time.Duration // --max-age, the name -c had first
+	timeout  time.Duration // -t
+	deadline time.Duration // --starting-deadline
+	verbose  int           // -v, counted
 }
 
+// checkTimeout is -t's default, the Monitoring Plugins guidelines' 10 s.
+const checkTimeout = 10 * time.Second
+
 func newCheckCmd(a *app) *cobra.Command {
-	o := &checkOptions{}
+	o := &checkOptions{timeout: checkTimeout}
 	c := &cobra.Command{
-		Use:   "check -l NAME --max-age DURATION",
-		Short: "Monitoring plugin: did a run of NAME succeed within DURATION?",
+		Use:   "check -l NAME -c AGE [-w AGE] [-t SECONDS] [-v]",
+		Short: "Monitoring plugin: did a run of NAME succeed within AGE?",
 		Long: `check is a monitoring plugin for Nagios, Icinga, Sensu and the like. It reads
 the lease's recorded runs (one listing of NAME, no lease operation) and prints
 one line on stdout that begins with the state, followed by perfdata:
 
-  OK        the last run that succeeded ended within --max-age, and no run
-            after it failed (exit 0)
-  WARNING   it did, but a later run failed: a non-zero exit, or a run that
-            lost its lease before recording its end (exit 1)
-  CRITICAL  no run ended with status 0 within --max-age, or ever (exit 2)
-  UNKNOWN   the storage cannot be read, or a usage error (exit 3)
+  OK        the last run that succeeded ended within -c AGE (and -w AGE),
+            and no run after it failed (exit 0)
+  WARNING   it ended within -c but not within -w; or a later run failed: a
+            non-zero exit, or a run that lost its lease before recording
+            its end (exit 1)
+  CRITICAL  no run ended with status 0 within -c, or ever; or, on a lease
+            run with --schedule, an occurrence never started although a
+            later one is due, or did not start within --starting-deadline
+            (exit 2)
+  UNKNOWN   the storage cannot be read, or gave no answer within -t; or a
+            usage error (exit 3)
 
 Ages are by the storage service's clock (the listing's Date), never this
-host's. These exit statuses are the plugins' convention, not leaderrun's
+host's. A bare number is seconds (-c 93600 is -c 26h). Give
+--starting-deadline the value the scheduled line has. -v adds the schedule
+and the count of recorded runs to the line; -vv adds a line per recorded run
+after it. These exit statuses are the plugins' convention, not leaderrun's
 usual 64 and 69.`,
-		Example: `  leaderrun check -l cron/report --max-age 26h
-  OK: last successful run ended 3m12s ago on vm-3 (term 42) | age=192s;;93600 last_exit=0
+		Example: `  # WARNING after 25 hours without a successful run, CRITICAL after 26
+  leaderrun check -l cron/report -w 25h -c 26h
 
   # Nagios / Icinga 1.x
   define command {
     command_name  check_leaderrun
-    command_line  /usr/bin/leaderrun check -l $ARG1$ --max-age $ARG2$
+    command_line  /usr/bin/leaderrun check -l $ARG1$ -w $ARG2$ -c $ARG3$
   }`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.complete(c.Flags()); err != nil {
@@ -59,20 +77,43 @@ usual 64 and 69.`,
 		},
 	}
 	usageErrorsAs(c, a, checkUsage)
-	o.loc.addFlags(c.Flags())
-	c.Flags().DurationVar(&o.maxAge, "max-age", 0, "CRITICAL unless a run ended with status 0 less than this long ago (required)")
+	o.addFlags(c.Flags())
 	return c
+}
+
+func (o *checkOptions) addFlags(fs *pflag.FlagSet) {
+	o.loc.addFlags(fs)
+	fs.VarP((*durationValue)(&o.warning), "warning", "w", "WARNING unless a run ended with status 0 less than `AGE` ago")
+	fs.VarP((*durationValue)(&o.critical), "critical", "c", "CRITICAL unless a run ended with status 0 less than `AGE` ago (required)")
+	fs.Var((*durationValue)(&o.maxAge), "max-age", "the same as -c `AGE`")
+	fs.VarP((*durationValue)(&o.timeout), "timeout", "t", "UNKNOWN when the storage gives no answer within `SECONDS`")
+	fs.Var((*durationValue)(&o.deadline), "starting-deadline", "CRITICAL when a scheduled occurrence did not start within `DURATION`")
+	fs.CountVarP(&o.verbose, "verbose", "v", "more detail: -v on the line, -vv a line per recorded run")
 }
 
 func (o *checkOptions) complete(fs *pflag.FlagSet) error {
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}
-	if !fs.Changed("max-age") {
-		return fmt.Errorf("missing --max-age DURATION: how long ago the last successful run may have ended")
+	switch {
+	case fs.Changed("critical") && fs.Changed("max-age"):
+		return fmt.Errorf("-c and --max-age are one setting: give one of them")
+	case fs.Changed("max-age"):
+		o.critical = o.maxAge
+	case !fs.Changed("critical"):
+		return fmt.Errorf("missing -c AGE: how long ago the last successful run may have ended")
 	}
-	if o.maxAge <= 0 {
-		return fmt.Errorf("invalid --max-age %s: must be more than 0", o.maxAge)
+	if o.critical <= 0 {
+		return fmt.Errorf("invalid -c %s: must be more than 0", o.critical)
+	}
+	if fs.Changed("warning") && (o.warning <= 0 || o.warning >= o.critical) {
+		return fmt.Errorf("invalid -w %s: must be more than 0 and less than -c %s", o.warning, o.critical)
+	}
+	if o.timeout <= 0 {
+		return fmt.Errorf("invalid -t %s: must be more than 0", o.timeout)
+	}
+	if o.deadline < 0 {
+		return fmt.Errorf("invalid --starting-deadline %s: must not be negative", o.deadline)
 	}
 	return nil
 }
@@ -83,13 +124,17 @@ func checkUsage(err error) error {
 }
 
 func runCheck(ctx context.Context, a *app, o *checkOptions) error {
-	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
+	rctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	_, v, err := o.loc.view(rctx, a.log)
 	if err != nil {
+		if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer from the storage service within %s (-t)", o.timeout)
+		}
 		return &pluginExit{res: checkUnknown(err)}
 	}
-	in := checkInput{Runs: v.Runs(), LastSuccess: v.LastSuccess(), Now: v.Date, MaxAge: o.maxAge}
+	in := checkInput{Runs: v.Runs(), LastSuccess: v.LastSuccess(), Now: v.Date,
+		Warning: o.warning, Critical: o.critical, StartingDeadline: o.deadline, Verbose: o.verbose}
 	if s, ok := viewSchedule(v.Slot(0).Props, v.Date); ok {
 		in.Schedule = &s
 	}
@@ -102,9 +147,9 @@ type checkState int
 
 const (
 	stateOK       checkState = 0 // the last success is recent, and nothing failed after it (a run in progress is no failure)
-	stateWarning  checkState = 1 // the last success is recent, but a later run failed (non-zero exit, or lost its lease before recording its end)
-	stateCritical checkState = 2 // no run ended with status 0 within --max-age, or ever
-	stateUnknown  checkState = 3 // storage unreadable, a usage error, or no Date from the service: no age can be told
+	stateWarning  checkState = 1 // the last success is older than -w, or a later run failed (non-zero exit, or lost its lease before recording its end)
+	stateCritical checkState = 2 // no run ended with status 0 within -c, or ever; or a scheduled occurrence that did not start
+	stateUnknown  checkState = 3 // storage unreadable or too slow, a usage error, or no Date from the service: no age can be told
 )
 
 func (s checkState) String() string {
@@ -116,14 +161,19 @@ type checkInput struct {
 	Runs        []lease.Run   // newest start first: lease.View.Runs, every slot's history merged
 	LastSuccess *lease.Run    // lease.LastSuccess (the newest across slots); nil if none recorded
 	Now         time.Time     // the service's Date header of the read
-	MaxAge      time.Duration // --max-age; the caller refuses values ≤ 0 as a usage error
+	Warning     time.Duration // -w; 0: none, else below Critical (the caller refuses others as usage errors)
+	Critical    time.Duration // -c (--max-age); the caller refuses values ≤ 0
 	// Schedule, of a lease run with --schedule (nil if not): an
-	// occurrence that never started (Missed) makes it CRITICAL.
-	Schedule *scheduleView
+	// occurrence that never started although a later one is due, or
+	// that did not start within StartingDeadline (0: no limit), makes it
+	// CRITICAL.
+	Schedule         *scheduleView
+	StartingDeadline time.Duration
+	Verbose          int // -v: 1 adds the schedule and the runs' count to the line; 2 or more a line per run
 }
 
-// checkResult is check's answer: exit with State, print Line (one line, no
-// newline) on stdout.
+// checkResult is check's answer: exit with State, print Line on stdout: one
+// line (no newline), and at -vv more lines after it, joined by newlines.
 type checkResult struct {
 	State checkState
 	Line  string
@@ -135,8 +185,9 @@ type checkResult struct {
 // started at or after the success ended; with slots, a run lost on another
 // slot that had started before the success ended is not counted. Ages are by
 // the service's clock, rounded to seconds. The line ends with Nagios
-// perfdata: `age=<s>s;;<max-age s>` (U when there is no success) and
-// `last_exit=<code>` of the newest run that is over (U when lost or none).
+// perfdata: `age=<s>s;<-w s>;<-c s>` (U when there is no success; the
+// warning empty without -w) and `last_exit=<code>` of the newest run that
+// is over (U when lost or none).
 func decideCheck(in checkInput) checkResult {
 	if in.Now.IsZero() {
 		return checkUnknown(fmt.Errorf("the storage service sent no Date header: cannot tell how old the last run is"))
@@ -171,18 +222,20 @@ func decideCheck(in checkInput) checkResult {
 	case succ == nil:
 		state = stateCritical
 		b.WriteString("no run has ever ended with status 0")
-	case age > in.MaxAge:
+	case age > in.Critical:
 		state = stateCritical
 		fmt.Fprintf(&b, "no run ended with status 0 within %s: the last successful run ended %s ago %s",
-			in.MaxAge, age, onTerm(succ.Holder, succ.Term))
+			in.Critical, age, onTerm(succ.Holder, succ.Term))
+	case in.Warning > 0 && age > in.Warning:
+		state = stateWarning
+		fmt.Fprintf(&b, "no run ended with status 0 within %s: the last successful run ended %s ago %s",
+			in.Warning, age, onTerm(succ.Holder, succ.Term))
 	default:
-		if len(failed) > 0 {
-			state = stateWarning
-		}
 		fmt.Fprintf(&b, "last successful run ended %s ago %s", age, onTerm(succ.Holder, succ.Term))
 	}
 	switch {
-	case len(failed) > 0 && state == stateWarning:
+	case len(failed) > 0 && state == stateOK:
+		state = stateWarning
 		fmt.Fprintf(&b, ", but %s", laterFailures(failed, succ != nil, in.Now))
 	case len(failed) > 0:
 		fmt.Fprintf(&b, "; %s", laterFailures(failed, succ != nil, in.Now))
@@ -194,11 +247,89 @@ func decideCheck(in checkInput) checkResult {
 			max(in.Now.Sub(running.Start).Round(time.Second), 0))
 	}
 	text := b.String()
-	if v := in.Schedule; v != nil && !v.missed.IsZero() {
-		state = stateCritical
-		text = fmt.Sprintf("the occurrence %s of schedule %q never started; %s", rfc3339(v.missed), v.spec, text)
+	if v := in.Schedule; v != nil {
+		if late := scheduleProblem(v, in.StartingDeadline, in.Now); late != "" {
+			state = stateCritical
+			text = late + "; " + text
+		}
+		if in.Verbose > 0 {
+			text += "; " + scheduleDetail(v, in.Now)
+		}
 	}
-	return checkResult{State: state, Line: state.String() + ": " + oneLine(text) + " | " + perfdata(age, in.MaxAge, in.Runs)}
+	if in.Verbose > 0 {
+		text += "; " + runsDetail(in.Runs)
+	}
+	line := state.String() + ": " + oneLine(text) + " | " + perfdata(age, in.Warning, in.Critical, in.Runs)
+	if in.Verbose > 1 {
+		for _, r := range in.Runs {
+			line += "\n" + oneLine(runLine(r, in.Now))
+		}
+	}
+	return checkResult{State: state, Line: line}
+}
+
+// scheduleProblem says what makes a scheduled lease CRITICAL ("" if
+// nothing): the first occurrence after the one last started never started
+// although a later one is due (it never will: only the latest runs), or
+// it is due and older than the starting deadline.
+func scheduleProblem(v *scheduleView, deadline time.Duration, now time.Time) string {
+	var what string
+	switch {
+	case !v.missed.IsZero():
+		what = fmt.Sprintf("the occurrence %s of schedule %q never started", rfc3339(v.missed), v.spec)
+	case !v.due.IsZero() && deadline > 0 && now.Sub(v.due) > deadline:
+		what = fmt.Sprintf("the occurrence %s of schedule %q did not start within --starting-deadline %s", rfc3339(v.due), v.spec, deadline)
+	default:
+		return ""
+	}
+	if v.notStarted > 1 {
+		n := strconv.Itoa(v.notStarted)
+		if v.notStarted >= schedule.MaxBetween {
+			n = "at least " + n
+		}
+		what += fmt.Sprintf(" (%s occurrences since the last started one did not start)", n)
+	}
+	return what
+}
+
+// scheduleDetail is -v's account of a scheduled lease.
+func scheduleDetail(v *scheduleView, now time.Time) string {
+	d := fmt.Sprintf("schedule %q: occurrence %s started last", v.spec, rfc3339(v.last))
+	if v.last.IsZero() {
+		d = fmt.Sprintf("schedule %q: no occurrence started", v.spec)
+	}
+	if !v.due.IsZero() {
+		d += fmt.Sprintf(", %s due and not started yet", at(v.due, now))
+	}
+	if !v.next.IsZero() {
+		d += ", next " + rfc3339(v.next)
+	}
+	return d
+}
+
+// runsDetail is -v's count of the recorded runs.
+func runsDetail(runs []lease.Run) string {
+	failed := 0
+	for _, r := range runs {
+		if r.Failed() {
+			failed++
+		}
+	}
+	return fmt.Sprintf("%d runs recorded, %d failed", len(runs), failed)
+}
+
+// runLine is -vv's line for one recorded run.
+func runLine(r lease.Run, now time.Time) string {
+	l := fmt.Sprintf("run %s: started %s", onTerm(r.Holder, r.Term), at(r.Start, now))
+	switch {
+	case r.Running:
+		return l + ", running"
+	case r.EndUnknown():
+		return l + ", lost its lease before recording its end"
+	case r.ExitCode == nil:
+		return l + ", ended " + at(r.End, now)
+	}
+	return fmt.Sprintf("%s, ended %s, exit %d", l, at(r.End, now), *r.ExitCode)
 }
 
 // after reports whether r came after the success succ (every run does when
@@ -259,9 +390,10 @@ func at(t, now time.Time) string {
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), max(now.Sub(t).Round(time.Second), 0))
 }
 
-// perfdata: age of the last success in seconds (critical above max-age),
-// and the exit status of the newest run that is over.
-func perfdata(age, maxAge time.Duration, runs []lease.Run) string {
+// perfdata: age of the last success in seconds (warning above -w, none
+// without it; critical above -c), and the exit status of the newest run
+// that is over.
+func perfdata(age, warning, critical time.Duration, runs []lease.Run) string {
 	a := "U"
 	if age >= 0 {
 		a = strconv.FormatInt(int64(age/time.Second), 10) + "s"
@@ -276,7 +408,11 @@ func perfdata(age, maxAge time.Duration, runs []lease.Run) string {
 		}
 		break
 	}
-	return fmt.Sprintf("age=%s;;%d last_exit=%s", a, int64(maxAge.Round(time.Second)/time.Second), exit)
+	w := ""
+	if warning > 0 {
+		w = strconv.FormatInt(int64(warning.Round(time.Second)/time.Second), 10)
+	}
+	return fmt.Sprintf("age=%s;%s;%d last_exit=%s", a, w, int64(critical.Round(time.Second)/time.Second), exit)
 }
 
 // checkUnknown is check's answer when it cannot decide: storage unreadable

@@ -87,7 +87,7 @@ func TestCheckDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decideCheck(checkInput{Runs: tt.runs, LastSuccess: tt.last, Now: tt.now, MaxAge: maxAge})
+			got := decideCheck(checkInput{Runs: tt.runs, LastSuccess: tt.last, Now: tt.now, Critical: maxAge})
 			if got.State != tt.state || got.Line != tt.line {
 				t.Errorf("decideCheck =\n  %d %q\nwant\n  %d %q", got.State, got.Line, tt.state, tt.line)
 			}
@@ -104,5 +104,112 @@ func TestCheckUnknown(t *testing.T) {
 		if s.String() != word {
 			t.Errorf("state %d is %q, want %q", int(s), s, word)
 		}
+	}
+}
+
+// -w and -c: the age of the last success against both, in the perfdata too.
+func TestCheckDecideThresholds(t *testing.T) {
+	succ := func(d time.Duration) lease.Run { return histRun("vm-3", 42, ago(d+time.Second), 0) } // ended d ago
+	tests := []struct {
+		name  string
+		runs  []lease.Run
+		w, c  time.Duration
+		state checkState
+		line  string
+	}{
+		{"ok within -w", []lease.Run{succ(10 * time.Minute)}, 30 * time.Minute, time.Hour, stateOK,
+			"OK: last successful run ended 10m0s ago on vm-3 (term 42) | age=600s;1800;3600 last_exit=0"},
+		{"ok at exactly -w", []lease.Run{succ(30 * time.Minute)}, 30 * time.Minute, time.Hour, stateOK,
+			"OK: last successful run ended 30m0s ago on vm-3 (term 42) | age=1800s;1800;3600 last_exit=0"},
+		{"warning past -w", []lease.Run{succ(40 * time.Minute)}, 30 * time.Minute, time.Hour, stateWarning,
+			"WARNING: no run ended with status 0 within 30m0s: the last successful run ended 40m0s ago on vm-3 (term 42) | age=2400s;1800;3600 last_exit=0"},
+		{"warning past -w, and a later failure", []lease.Run{histRun("vm-2", 43, ago(time.Minute+time.Second), 1), succ(40 * time.Minute)}, 30 * time.Minute, time.Hour, stateWarning,
+			"WARNING: no run ended with status 0 within 30m0s: the last successful run ended 40m0s ago on vm-3 (term 42); a later run failed: exit 1 on vm-2 (term 43) at 2026-11-23T11:59:00Z (1m0s ago) | age=2400s;1800;3600 last_exit=1"},
+		{"critical past -c", []lease.Run{succ(2 * time.Hour)}, 30 * time.Minute, time.Hour, stateCritical,
+			"CRITICAL: no run ended with status 0 within 1h0m0s: the last successful run ended 2h0m0s ago on vm-3 (term 42) | age=7200s;1800;3600 last_exit=0"},
+		{"no -w", []lease.Run{succ(40 * time.Minute)}, 0, time.Hour, stateOK,
+			"OK: last successful run ended 40m0s ago on vm-3 (term 42) | age=2400s;;3600 last_exit=0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decideCheck(checkInput{Runs: tt.runs, Now: checkNow, Warning: tt.w, Critical: tt.c})
+			if got.State != tt.state || got.Line != tt.line {
+				t.Errorf("decideCheck =\n  %d %q\nwant\n  %d %q", got.State, got.Line, tt.state, tt.line)
+			}
+		})
+	}
+}
+
+// A scheduled lease: CRITICAL when an occurrence did not start although a
+// later one is due, or within --starting-deadline; WARNING when the last
+// one failed; -v and -vv say more.
+func TestCheckDecideSchedule(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// run is a run of occurrence occ that started 10 s after it and took 1 s.
+	run := func(h string, term int64, occ string, exit int) lease.Run {
+		return histRun(h, term, at(occ).Add(10*time.Second), exit)
+	}
+	const every5 = "*/5 * * * *"
+	tests := []struct {
+		name       string
+		spec, last string // the schedule and the occurrence last started
+		now        string
+		runs       []lease.Run
+		deadline   time.Duration
+		verbose    int
+		state      checkState
+		line       string
+	}{
+		{"ok: the last occurrence ran", every5, "2026-11-23T11:55:00Z", "2026-11-23T11:59:00Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T11:55:00Z", 0)}, 0, 0, stateOK,
+			"OK: last successful run ended 3m49s ago on vm-1 (term 7) | age=229s;;93600 last_exit=0"},
+		{"ok: the occurrence due is about to run", every5, "2026-11-23T11:55:00Z", "2026-11-23T12:00:30Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T11:55:00Z", 0)}, 10 * time.Minute, 0, stateOK,
+			"OK: last successful run ended 5m19s ago on vm-1 (term 7) | age=319s;;93600 last_exit=0"},
+		{"critical: an occurrence never started and a later one is due", every5, "2026-11-23T11:50:00Z", "2026-11-23T12:00:30Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T11:50:00Z", 0)}, 0, 0, stateCritical,
+			`CRITICAL: the occurrence 2026-11-23T11:55:00Z of schedule "*/5 * * * *" never started (2 occurrences since the last started one did not start); last successful run ended 10m19s ago on vm-1 (term 7) | age=619s;;93600 last_exit=0`},
+		{"critical: past the starting deadline", "0 * * * *", "2026-11-23T10:00:00Z", "2026-11-23T11:10:01Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T10:00:00Z", 0)}, 10 * time.Minute, 0, stateCritical,
+			`CRITICAL: the occurrence 2026-11-23T11:00:00Z of schedule "0 * * * *" did not start within --starting-deadline 10m0s; last successful run ended 1h9m50s ago on vm-1 (term 7) | age=4190s;;93600 last_exit=0`},
+		{"ok: at the starting deadline", "0 * * * *", "2026-11-23T10:00:00Z", "2026-11-23T11:10:00Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T10:00:00Z", 0)}, 10 * time.Minute, 0, stateOK,
+			"OK: last successful run ended 1h9m49s ago on vm-1 (term 7) | age=4189s;;93600 last_exit=0"},
+		{"warning: the last one failed", every5, "2026-11-23T11:55:00Z", "2026-11-23T11:59:00Z",
+			[]lease.Run{run("vm-2", 8, "2026-11-23T11:55:00Z", 3), run("vm-1", 7, "2026-11-23T11:50:00Z", 0)}, 0, 0, stateWarning,
+			"WARNING: last successful run ended 8m49s ago on vm-1 (term 7), but a later run failed: exit 3 on vm-2 (term 8) at 2026-11-23T11:55:11Z (3m49s ago) | age=529s;;93600 last_exit=3"},
+		// New York's fall-back night: the second 01:30 is the occurrence
+		// that started at the first; it is neither due nor late.
+		{"ok: the repeated 01:30 is not due again", "CRON_TZ=America/New_York 30 1 * * *", "2026-11-01T05:30:00Z", "2026-11-01T06:45:00Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-01T05:30:00Z", 0)}, 10 * time.Minute, 0, stateOK,
+			"OK: last successful run ended 1h14m49s ago on vm-1 (term 7) | age=4489s;;93600 last_exit=0"},
+		{"-v: the schedule and the runs on the line", every5, "2026-11-23T11:55:00Z", "2026-11-23T12:00:30Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T11:55:00Z", 0), run("vm-2", 6, "2026-11-23T11:50:00Z", 1)}, 0, 1, stateOK,
+			`OK: last successful run ended 5m19s ago on vm-1 (term 7); schedule "*/5 * * * *": occurrence 2026-11-23T11:55:00Z started last, 2026-11-23T12:00:00Z (30s ago) due and not started yet, next 2026-11-23T12:05:00Z; 2 runs recorded, 1 failed | age=319s;;93600 last_exit=0`},
+		{"-vv: a line per run", every5, "2026-11-23T11:55:00Z", "2026-11-23T11:59:00Z",
+			[]lease.Run{run("vm-1", 7, "2026-11-23T11:55:00Z", -2), run("vm-2", 6, "2026-11-23T11:50:00Z", -1), run("vm-1", 5, "2026-11-23T11:45:00Z", 0)}, 0, 2, stateWarning,
+			`WARNING: last successful run ended 13m49s ago on vm-1 (term 5), but a later run failed: lost its lease before recording its end, on vm-2 (term 6), started 2026-11-23T11:50:10Z (8m50s ago); a run is in progress on vm-1 (term 7), started 3m50s ago; schedule "*/5 * * * *": occurrence 2026-11-23T11:55:00Z started last, next 2026-11-23T12:00:00Z; 3 runs recorded, 1 failed | age=829s;;93600 last_exit=U` +
+				"\nrun on vm-1 (term 7): started 2026-11-23T11:55:10Z (3m50s ago), running" +
+				"\nrun on vm-2 (term 6): started 2026-11-23T11:50:10Z (8m50s ago), lost its lease before recording its end" +
+				"\nrun on vm-1 (term 5): started 2026-11-23T11:45:10Z (13m50s ago), ended 2026-11-23T11:45:11Z (13m49s ago), exit 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := at(tt.now)
+			v, ok := viewSchedule(&lease.Properties{Schedule: tt.spec, Occurrence: at(tt.last), Created: at("2026-01-01T00:00:00Z")}, now)
+			if !ok {
+				t.Fatal("no schedule view")
+			}
+			got := decideCheck(checkInput{Runs: tt.runs, Now: now, Critical: 26 * time.Hour, Schedule: &v, StartingDeadline: tt.deadline, Verbose: tt.verbose})
+			if got.State != tt.state || got.Line != tt.line {
+				t.Errorf("decideCheck =\n  %d %q\nwant\n  %d %q", got.State, got.Line, tt.state, tt.line)
+			}
+		})
 	}
 }

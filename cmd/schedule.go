@@ -68,6 +68,9 @@ type scheduleView struct {
 	// due is the latest occurrence at or before now when nobody has
 	// started it yet: the next invocation runs it (zero if none).
 	due time.Time
+	// notStarted counts the occurrences after last, up to now, that did
+	// not start (missed and due included), up to schedule.MaxBetween.
+	notStarted int
 }
 
 // viewSchedule reads p's schedule keys; ok is false on a lease never run
@@ -86,6 +89,7 @@ func viewSchedule(p *lease.Properties, now time.Time) (v scheduleView, ok bool) 
 		v.due = d.Occurrence
 	}
 	if !v.last.IsZero() {
+		v.notStarted = s.Between(v.last, now.Add(time.Nanosecond))
 		if n1 := s.Next(v.last); !n1.IsZero() && !n1.After(now) {
 			if n2 := s.Next(n1); !n2.IsZero() && !n2.After(now) {
 				v.missed = n1

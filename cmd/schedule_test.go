@@ -25,11 +25,20 @@ func TestScheduleUsage(t *testing.T) {
 		{[]string{"--schedule", "*/5 * * * *", "--starting-deadline", "-1m"}, "--starting-deadline"},
 		{[]string{"--starting-deadline", "1m"}, "needs --schedule"},
 		{[]string{"--schedule", "@hourly", "--slots", "2"}, "--slots 2 cannot"},
+		// A schedule that can never fire: refused, not run every minute for nothing.
+		{[]string{"--schedule", "0 0 30 2 *"}, `invalid --schedule: schedule "0 0 30 2 *" can never fire`},
+		{[]string{"--schedule", "CRON_TZ=Europe/Berlin 0 0 31 4 *"}, "can never fire"},
 	} {
 		args := append([]string{"-l", "x"}, c.args...)
 		code, _, stderr := run(t, append(args, "--", "true")...)
-		if code != exit.Usage || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 64 and %q", c.args, code, stderr, c.want)
+		if code != exit.Usage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 64 and one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	// 29 February fires every fourth year: accepted.
+	for _, spec := range []string{"0 0 29 2 *", "CRON_TZ=Australia/Lord_Howe 30 2 * * *"} {
+		if _, err := lineOptions(t, []string{"-l", "x", "--schedule", spec, "--", "true"}, map[string]string{"AZURE_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=true"}); err != nil {
+			t.Errorf("--schedule %q: %v", spec, err)
 		}
 	}
 }
@@ -59,7 +68,7 @@ func TestViewSchedule(t *testing.T) {
 	}
 	p.Created, p.Occurrence = time.Time{}, time.Date(2026, 3, 10, 12, 5, 0, 0, time.UTC)
 	vv, _ := viewSchedule(p, now)
-	if res := decideCheck(checkInput{Now: now, MaxAge: time.Hour, Schedule: &vv}); res.State != stateCritical || !strings.Contains(res.Line, "never started") {
+	if res := decideCheck(checkInput{Now: now, Critical: time.Hour, Schedule: &vv}); res.State != stateCritical || !strings.Contains(res.Line, "never started") {
 		t.Errorf("check: %v %q", res.State, res.Line)
 	}
 	if _, ok := viewSchedule(&lease.Properties{}, now); ok {

@@ -1,11 +1,8 @@
-// Package schedule decides which occurrence of a cron schedule is due, for
-// leaderrun --schedule. The schedule is parsed by robfig/cron (the parser
-// Kubernetes CronJob uses): five fields or a descriptor (@hourly, @daily,
-// @weekly, @monthly, @yearly), with an optional CRON_TZ=Zone prefix; the
-// default zone is UTC, not the host's, so that every VM of a fleet reads a
-// schedule alike. The decision takes plain time values (the service's clock,
-// the blob's creation, the occurrence last started) and does no I/O.
 package schedule
+
+// schedule.go: Parse, and the occurrences of a schedule: Next, Latest,
+// Previous and Between. The zone's wall times and instants: wall.go; the
+// verdict on the due occurrence: decide.go.
 
 import (
 	"fmt"
@@ -18,35 +15,82 @@ import (
 // Schedule is a parsed --schedule.
 type Schedule struct {
 	spec string
-	s    cron.Schedule
+	// wall is the parsed schedule moved to UTC, a zone without offset
+	// changes: its Next steps through wall times, each exactly once, read
+	// as UTC (wall.go).
+	wall  *cron.SpecSchedule
+	loc   *time.Location // the schedule's zone
+	fixed bool           // a fixed-time schedule (the package comment)
 }
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// NeverDueError is Parse's error for a schedule that can never fire: its
+// day of the month is in none of its months ("0 0 30 2 *", "0 0 31 4 *").
+type NeverDueError struct{ Spec string }
+
+func (e *NeverDueError) Error() string {
+	return fmt.Sprintf("schedule %q can never fire: none of its months has its day of the month", e.Spec)
+}
+
+// neverDueFrom is where Parse looks for an occurrence: a leap year, so that
+// 29 February is found within the parser's five years.
+var neverDueFrom = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Parse parses a schedule (see the package comment). @every is refused: it
-// has no occurrences of its own, only intervals from when it was read.
+// has no occurrences of its own, only intervals from when it was read. A
+// schedule that can never fire is refused too (*NeverDueError).
 func Parse(spec string) (*Schedule, error) {
 	spec = strings.TrimSpace(spec)
 	body, full := spec, "CRON_TZ=UTC "+spec
 	if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
 		_, body, _ = strings.Cut(spec, " ")
-		full = spec
+		body, full = strings.TrimSpace(body), spec
 	}
-	if strings.HasPrefix(strings.TrimSpace(body), "@every") {
+	if strings.HasPrefix(body, "@every") {
 		return nil, fmt.Errorf("schedule %q: @every is not a schedule of occurrences; use five fields", spec)
 	}
-	s, err := parser.Parse(full)
+	parsed, err := parser.Parse(full)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", spec, err)
 	}
-	return &Schedule{spec: spec, s: s}, nil
+	spc, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("schedule %q: not a schedule of fields", spec)
+	}
+	wall := *spc
+	wall.Location = time.UTC
+	s := &Schedule{spec: spec, wall: &wall, loc: spc.Location, fixed: fixedTime(body)}
+	if s.wall.Next(neverDueFrom).IsZero() {
+		return nil, &NeverDueError{Spec: spec}
+	}
+	return s, nil
+}
+
+// fixedTime reports whether body (the schedule without its zone) is
+// fixed-time in Vixie cron's sense: neither its minute nor its hour field
+// begins with a wildcard. Of the descriptors, only @hourly is a wildcard
+// schedule ("0 * * * *").
+func fixedTime(body string) bool {
+	if strings.HasPrefix(body, "@") {
+		return body != "@hourly"
+	}
+	f := strings.Fields(body)
+	wild := func(field string) bool { return strings.HasPrefix(field, "*") || strings.HasPrefix(field, "?") }
+	return len(f) >= 2 && !wild(f[0]) && !wild(f[1])
 }
 
 // String is the schedule as given.
 func (s *Schedule) String() string { return s.spec }
 
-// Next is the first occurrence after t (zero if none within five years).
-func (s *Schedule) Next(t time.Time) time.Time { return s.s.Next(t).UTC() }
+// Next is the first occurrence after t, in UTC (zero if none within five
+// years).
+func (s *Schedule) Next(t time.Time) time.Time {
+	if s.fixed {
+		return s.nextFixed(t)
+	}
+	return s.nextWild(t)
+}
 
 // maxLookback bounds the search for the latest occurrence: a schedule
 // whose latest occurrence is older (a 29 February that is years away) has
@@ -57,16 +101,16 @@ const maxLookback = 5 * 366 * 24 * time.Hour
 // the last five years.
 func (s *Schedule) Latest(now time.Time) time.Time {
 	for w := time.Minute; w <= 2*maxLookback; w *= 2 {
-		// cron's Next is strictly after its argument: start just before
-		// the window so that an occurrence at its start counts.
-		n := s.s.Next(now.Add(-w - time.Nanosecond))
+		// Next is strictly after its argument: start just before the
+		// window so that an occurrence at its start counts.
+		n := s.Next(now.Add(-w - time.Nanosecond))
 		if n.IsZero() || n.After(now) {
 			continue
 		}
 		for {
-			m := s.s.Next(n)
+			m := s.Next(n)
 			if m.IsZero() || m.After(now) {
-				return n.UTC()
+				return n
 			}
 			n = m
 		}
@@ -74,40 +118,25 @@ func (s *Schedule) Latest(now time.Time) time.Time {
 	return time.Time{}
 }
 
-// Verdict is what an invocation does about the latest occurrence.
-type Verdict string
-
-const (
-	Run     Verdict = "run"     // due: run it now
-	NotDue  Verdict = "not due" // no occurrence yet (none, or none since the lease blob was made)
-	Started Verdict = "started" // the latest occurrence was already started, by anyone
-	Missed  Verdict = "missed"  // the latest occurrence never started and is past the deadline
-)
-
-// Decision is a verdict on one occurrence.
-type Decision struct {
-	Verdict    Verdict
-	Occurrence time.Time // the latest occurrence at or before now (zero with NotDue if none)
+// Previous is the occurrence before occ: the latest strictly before it
+// (zero if none within five years). For COMMAND's
+// LEADERRUN_PREVIOUS_OCCURRENCE.
+func (s *Schedule) Previous(occ time.Time) time.Time {
+	return s.Latest(occ.Add(-time.Nanosecond))
 }
 
-// Decide says what to do at now (the service's clock) about the latest
-// occurrence: created is when the lease blob was made (zero: unknown),
-// last the occurrence last started (zero: none), deadline the
-// --starting-deadline (0: no limit). Only the latest occurrence is ever
-// run: older missed ones are not.
-func (s *Schedule) Decide(now, created, last time.Time, deadline time.Duration) Decision {
-	occ := s.Latest(now)
-	switch {
-	case occ.IsZero():
-		return Decision{Verdict: NotDue}
-	case !created.IsZero() && !occ.After(created):
-		// Due before the lease was first used, as a new CronJob does
-		// not run what was due before it existed.
-		return Decision{Verdict: NotDue, Occurrence: occ}
-	case !last.IsZero() && !last.Before(occ):
-		return Decision{Verdict: Started, Occurrence: occ}
-	case deadline > 0 && now.Sub(occ) > deadline:
-		return Decision{Verdict: Missed, Occurrence: occ}
+// MaxBetween caps Between's count: Between returns MaxBetween when at least
+// that many occurrences fell between its instants.
+const MaxBetween = 1000
+
+// Between is how many occurrences fell strictly between a and b (0 if b is
+// not after a), counted up to MaxBetween: a week of a minutely schedule
+// counts as MaxBetween, not 10080. For COMMAND's LEADERRUN_MISSED, between
+// the occurrence last started and the one starting.
+func (s *Schedule) Between(a, b time.Time) int {
+	n := 0
+	for t := s.Next(a); n < MaxBetween && !t.IsZero() && t.Before(b); t = s.Next(t) {
+		n++
 	}
-	return Decision{Verdict: Run, Occurrence: occ}
+	return n
 }

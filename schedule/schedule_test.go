@@ -64,36 +64,6 @@ func TestLatest(t *testing.T) {
 	}
 }
 
-// In a CRON_TZ with DST: an occurrence in the hour that does not exist
-// (spring forward) does not happen that day; one in the hour that happens
-// twice (fall back) is two occurrences, as in Kubernetes CronJob (the same
-// parser), each run once.
-func TestDST(t *testing.T) {
-	s := mustParse(t, "CRON_TZ=Europe/Berlin 30 2 * * *")
-	// 29 March 2026: 02:00 CET becomes 03:00 CEST (01:00 UTC).
-	if got, want := s.Latest(at("2026-03-29T12:00:00Z")), at("2026-03-28T01:30:00Z"); !got.Equal(want) {
-		t.Errorf("spring forward: Latest = %s, want %s (the day before)", got, want)
-	}
-	if next := s.Next(at("2026-03-29T12:00:00Z")); !next.Equal(at("2026-03-30T00:30:00Z")) {
-		t.Errorf("after spring forward: Next = %s, want 2026-03-30T00:30:00Z", next)
-	}
-	// 25 October 2026: 03:00 CEST becomes 02:00 CET (01:00 UTC): 02:30
-	// happens at 00:30 UTC and again at 01:30 UTC.
-	first, second := at("2026-10-25T00:30:00Z"), at("2026-10-25T01:30:00Z")
-	if n := s.Next(at("2026-10-24T22:00:00Z")); !n.Equal(first) {
-		t.Errorf("fall back: first = %s, want %s", n, first)
-	}
-	if n := s.Next(first); !n.Equal(second) {
-		t.Errorf("fall back: second = %s, want %s", n, second)
-	}
-	if d := s.Decide(first.Add(20*time.Minute), time.Time{}, first, 0); d.Verdict != Started {
-		t.Errorf("fall back, between the two: %v, want started", d.Verdict)
-	}
-	if d := s.Decide(second.Add(time.Minute), time.Time{}, first, 0); d.Verdict != Run || !d.Occurrence.Equal(second) {
-		t.Errorf("fall back, after the second: %v %s, want run %s", d.Verdict, d.Occurrence, second)
-	}
-}
-
 func TestDecide(t *testing.T) {
 	s := mustParse(t, "*/5 * * * *")
 	created := at("2026-03-10T11:00:00Z")
@@ -136,5 +106,23 @@ func TestDecide(t *testing.T) {
 		if d.Verdict != c.want || !d.Occurrence.Equal(at(c.occ)) {
 			t.Errorf("%s: %v %s, want %v %s", c.name, d.Verdict, d.Occurrence, c.want, c.occ)
 		}
+	}
+}
+
+// Decide is on every scheduled invocation's read: its cost, for a minutely
+// and a daily schedule in UTC, a daily one in a zone with DST, and 29
+// February (the longest search).
+func BenchmarkDecide(b *testing.B) {
+	now, created := at("2026-11-01T06:45:00Z"), at("2026-01-01T00:00:00Z")
+	for _, spec := range []string{"* * * * *", "0 3 * * *", "CRON_TZ=America/New_York 30 1 * * *", "CRON_TZ=Europe/Berlin */30 * * * *", "0 0 29 2 *"} {
+		s, err := Parse(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(spec, func(b *testing.B) {
+			for b.Loop() {
+				s.Decide(now, created, time.Time{}, 0)
+			}
+		})
 	}
 }
