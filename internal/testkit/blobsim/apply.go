@@ -343,8 +343,9 @@ func (s *Service) write(b *blobState, md map[string]string, now time.Time) {
 }
 
 // existing finds the blob a blob request is about, checking its
-// container, the write conditions (when write) and that it exists.
-func (s *Service) existing(c *call, write bool) (*blobState, *failure) {
+// container, the write conditions (when write) and that it exists, and
+// brings its lease to now.
+func (s *Service) existing(c *call, now time.Time, write bool) (*blobState, *failure) {
 	ct := s.containers[c.container]
 	if ct == nil {
 		return nil, errContainerNotFound
@@ -358,6 +359,7 @@ func (s *Service) existing(c *call, write bool) (*blobState, *failure) {
 	if b == nil {
 		return nil, errBlobNotFound
 	}
+	b.lease.settle(now)
 	return b, nil
 }
 
@@ -366,7 +368,7 @@ func (s *Service) getProperties(c *call, now time.Time) (*answer, *failure) {
 	if f != nil {
 		return nil, f
 	}
-	b, f := s.existing(c, false)
+	b, f := s.existing(c, now, false)
 	if f != nil {
 		return nil, f
 	}
@@ -427,7 +429,7 @@ func (s *Service) setMetadata(c *call, now time.Time) (*answer, *failure) {
 	if f != nil {
 		return nil, f
 	}
-	b, f := s.existing(c, true)
+	b, f := s.existing(c, now, true)
 	if f != nil {
 		return nil, f
 	}
@@ -448,7 +450,7 @@ func (s *Service) deleteBlob(c *call, now time.Time) (*answer, *failure) {
 	if f != nil {
 		return nil, f
 	}
-	b, f := s.existing(c, true)
+	b, f := s.existing(c, now, true)
 	if f != nil {
 		return nil, f
 	}
@@ -466,7 +468,7 @@ func (s *Service) leaseBlob(c *call, now time.Time) (*answer, *failure) {
 	if f != nil {
 		return nil, f
 	}
-	b, f := s.existing(c, true)
+	b, f := s.existing(c, now, true)
 	if f != nil {
 		return nil, f
 	}

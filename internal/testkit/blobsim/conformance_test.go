@@ -230,9 +230,10 @@ var scenarios = []struct {
 		put("rewritten", "", "", "").is(201, ""),
 		props("rewritten").is(200, "").created("c2"), // a blob written over is new (as Azurite)
 		wait(15500 * time.Millisecond),               // every 15 s lease has expired
+		props("renewed").is(200, "").state("expired/unlocked"),
+		props("short").is(200, "").state("broken/unlocked"),
 		list("", 0, "").is(200, "").pages("breaking broken e7 | broken expired e5 | released expired e6 | " +
 			"renewed expired e2 | rewritten available e10 | short broken e8 | taken expired e4 | written expired e3"),
-		props("renewed").is(200, "").state("expired/unlocked"),
 		setMeta("renewed", "k=v", "A", "").is(412, "LeaseNotPresentWithBlobOperation"),
 		renew("renewed", "A").is(200, "").leaseID("A"), // nobody touched it: its ID renews
 		props("renewed").is(200, "").state("leased/locked/fixed"),
