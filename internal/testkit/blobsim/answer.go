@@ -49,6 +49,7 @@ var (
 	errInvalidURI             = &failure{status: http.StatusBadRequest, code: "InvalidUri"}
 	errInvalidResourceName    = &failure{status: http.StatusBadRequest, code: "InvalidResourceName"}
 	errInvalidMetadata        = &failure{status: http.StatusBadRequest, code: "InvalidMetadata"}
+	errEmptyMetadataKey       = &failure{status: http.StatusBadRequest, code: "EmptyMetadataKey"}
 	errMetadataTooLarge       = &failure{status: http.StatusBadRequest, code: "MetadataTooLarge"}
 	errNotModelled            = &failure{status: http.StatusNotImplemented, code: "NotImplemented"}
 )
@@ -61,6 +62,7 @@ var messages = map[string]string{
 	"ConditionNotMet":                    "The condition specified using HTTP conditional header(s) is not met.",
 	"ContainerAlreadyExists":             "The specified container already exists.",
 	"ContainerNotFound":                  "The specified container does not exist.",
+	"EmptyMetadataKey":                   "The key for one of the metadata key-value pairs is empty.",
 	"InternalError":                      "Server encountered an internal error. Please try again after some time.",
 	"InvalidHeaderValue":                 "The value for one of the HTTP headers is not in the correct format.",
 	"InvalidInput":                       "One of the request inputs is not valid.",

@@ -182,7 +182,10 @@ const maxMetadata = 8 << 10
 func checkMetadata(md map[string]string) *failure {
 	size := 0
 	for k, v := range md {
-		if !validMetadataName(k) {
+		switch {
+		case k == "":
+			return errEmptyMetadataKey
+		case !validMetadataName(k):
 			return errInvalidMetadata
 		}
 		size += len(k) + len(v)
@@ -194,9 +197,6 @@ func checkMetadata(md map[string]string) *failure {
 }
 
 func validMetadataName(k string) bool {
-	if k == "" {
-		return false
-	}
 	for i := 0; i < len(k); i++ {
 		switch ch := k[i]; {
 		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch == '_':
