@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -202,8 +203,15 @@ func TestHandlerFaults(t *testing.T) {
 		"reset":       {Lose: true, LoseAs: -1},
 		"unreachable": {Unreachable: true},
 	}
-	var applied []string
-	s.OnApply(func(ap blobsim.Applied) { applied = append(applied, ap.Container) })
+	var (
+		mu      sync.Mutex // the handler's goroutines write, the test reads
+		applied []string
+	)
+	s.OnApply(func(ap blobsim.Applied) {
+		mu.Lock()
+		defer mu.Unlock()
+		applied = append(applied, ap.Container)
+	})
 	s.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan { return plans[r.Container[4:]] }))
 	for _, name := range []string{"refused", "reset", "unreachable"} {
 		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/devstoreaccount1/ctr-"+name+"?restype=container", nil)
@@ -223,6 +231,8 @@ func TestHandlerFaults(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if !slices.Equal(applied, []string{"ctr-reset"}) || !s.ContainerExists("ctr-reset") || s.ContainerExists("ctr-refused") {
 		t.Errorf("applied: %v", applied)
 	}
