@@ -324,7 +324,7 @@ func (s *Service) putBlob(c *call, now time.Time) (*answer, *failure) {
 		}
 		b.written() // a lease held is kept, with its ID
 	}
-	b.created = now // as Azurite: a blob written over is a new blob
+	b.created = now // a blob written over is a new one: its creation time tells (Azurite agrees)
 	s.write(b, c.meta, now)
 	b.length = max(c.length, 0)
 	a := s.ok(c, now, http.StatusCreated)

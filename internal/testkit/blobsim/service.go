@@ -139,7 +139,7 @@ type Applied struct {
 // none). It is called synchronously, one request at a time, in the order
 // the requests were applied, on the requesting goroutine, before the
 // answer goes back; it may read the Service (HeldThroughout, Blob, ...)
-// but must not send requests to it.
+// but must not send it requests, nor call OnApply.
 func (s *Service) OnApply(f func(Applied)) {
 	s.order.Lock()
 	defer s.order.Unlock()
