@@ -48,7 +48,7 @@ type Service struct {
 	histories  map[blobKey]*history // the tenures of every blob ever leased, deleted or not
 	etags      uint64               // the last ETag handed out
 	leaseIDs   uint64               // the last lease ID the service chose (acquire without one)
-	onApply    func(Applied)
+	onApply    func(Applied)        // guarded by order, not mu
 
 	faultsMu sync.Mutex // serialises Plan calls; guards faults and seqs
 	faults   Faults
