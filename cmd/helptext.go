@@ -67,6 +67,11 @@ func setupCompletion(root *cobra.Command) {
 			shells = append(shells, sh.Name())
 		}
 		known := strings.Join(shells[:len(shells)-1], ", ") + " or " + shells[len(shells)-1]
+		c.Example = `  # bash, this shell only (the packages install every shell's script)
+  source <(leaderrun completion bash)
+
+  # zsh, for every new shell
+  leaderrun completion zsh > "${fpath[1]}/_leaderrun"`
 		c.Args = cobra.ArbitraryArgs
 		c.RunE = func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {

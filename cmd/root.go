@@ -137,15 +137,15 @@ A DURATION is Go's form (90s, 1h30m) or a systemd time span (5min, 1h 30min,
 only: see 'leaderrun help environment'.`,
 		Example: `  # every VM's crontab, every minute: each occurrence of the schedule runs
   # once in the fleet; one the whole fleet missed runs when a VM is back
-  * * * * * leaderrun -l report --schedule '*/5 * * * *' -q -- /opt/report
+  * * * * * leaderrun -l job --schedule '*/5 * * * *' -q -- /opt/job
 
   # cron fires on every VM: one runs the job, the others exit at once;
   # -E 0: a lease still held by a long run is nothing for cron to mail
-  */5 * * * * leaderrun -l report -n -E 0 --once-per 4m -q -- /opt/report
+  */5 * * * * leaderrun -l job -n -E 0 --once-per 4m -q -- /opt/job
 
   # a hot standby under systemd, stepping down before Azure evicts,
   # reboots or freezes its VM (Scheduled Events)
-  ExecStart=/usr/bin/leaderrun -l sched --scheduled-events -- /usr/bin/sched
+  ExecStart=/usr/bin/leaderrun -l sched --scheduled-events -- /opt/sched
 
   # a scale set's deploy script: one instance migrates, the others wait
   # for it (up to 10 minutes) and then skip
@@ -158,7 +158,7 @@ only: see 'leaderrun help environment'.`,
   leaderrun -l backup -c 'pg_dump shop | gzip > /backup/shop.sql.gz'
 
   # who holds it, and what ran last
-  leaderrun status -l report`,
+  leaderrun status -l job`,
 		Args:          func(c *cobra.Command, args []string) error { return opts.args(c, args, a.argv) },
 		SilenceErrors: true,
 		// "statu": did you mean "status"? (cobra's default distance, which
