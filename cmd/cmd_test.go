@@ -102,6 +102,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing --, flags of both", []string{"-nq", "-w10m", "--lease=x", "--poll-interval", "5s", "ls", "-l", "my file"}, "as in: leaderrun -nq -w10m --lease=x --poll-interval 5s -- ls -l 'my file' ("},
 		{"-c and --", []string{"-l", "x", "-c", "true", "--", "true"}, "cannot be used together"},
 		{"empty -c", []string{"-l", "x", "-c", ""}, "invalid -c ''"},
+		{"-c with more words", []string{"-l", "x", "-c", "echo", "hi"}, "unexpected arguments after -c STRING: hi (-c takes the whole command as one word: -c 'echo hi')"},
 		{"completion of an unknown shell", []string{"completion", "tcsh"}, `unknown shell "tcsh": leaderrun completes bash, fish, powershell or zsh`},
 		{"completion of no shell", []string{"completion"}, "missing shell"},
 		{"break --slot out of range", []string{"break", "-l", "x", "--slot", "50"}, "invalid --slot 50: use 0 to 49"},

@@ -97,6 +97,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 func (o *runOptions) args(c *cobra.Command, args, argv []string) error {
 	dash := c.ArgsLenAtDash()
 	switch {
+	case o.shellCommand != "" && dash < 0 && len(args) > 0:
+		return exit.Usagef("unexpected arguments after -c STRING: %s (-c takes the whole command as one word: -c %s)",
+			shellJoin(args), shellJoin([]string{o.shellCommand + " " + strings.Join(args, " ")}))
 	case dash < 0 && len(args) > 0:
 		// A word where a subcommand goes: a typo, if it is close to one.
 		if argv == nil || firstWord(c.Flags(), argv) == 0 {

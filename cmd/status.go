@@ -57,7 +57,7 @@ func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.Vie
 }
 
 func addOutputFlag(fs *pflag.FlagSet, output *string) {
-	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
+	fs.StringVarP(output, "output", "o", "text", "the output `FORMAT`: text or json")
 }
 
 func checkOutput(output string) error {
