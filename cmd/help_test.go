@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -98,10 +99,19 @@ func TestHelpTopics(t *testing.T) {
 	}
 }
 
-// Every example of the help that runs leaderrun --no-wait from cron says
-// -E 0: a lease held by an overrunning run is no error for cron to mail.
+// Every example (help, man, README, the example crontab) that runs
+// leaderrun --no-wait from cron says -E 0: a lease held by an overrunning
+// run is no error for cron to mail.
 func TestHelpCronExamplesQuiet(t *testing.T) {
-	for name, text := range helpTexts(t) {
+	texts := helpTexts(t)
+	for _, f := range []string{"../README.md", examples + "report.cron"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[f] = string(b)
+	}
+	for name, text := range texts {
 		for _, line := range strings.Split(text, "\n") {
 			if cronLine(line) && (strings.Contains(line, " -n ") || strings.Contains(line, "--no-wait")) && !strings.Contains(line, "-E 0") {
 				t.Errorf("%s: a cron line without -E 0: %q", name, line)
