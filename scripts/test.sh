@@ -59,7 +59,8 @@ helps=("help exit-status" "help environment")
 for page in "$docs"/man/*.1; do
   name=$(basename "$page" .1)
   words=(${name//-/ })
-  helps+=("${words[*]:1} --help")
+  sub="${words[*]:1}"
+  helps+=("${sub:+$sub }--help")
 done
 for args in "${helps[@]}"; do
   while IFS= read -r line; do
