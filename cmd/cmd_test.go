@@ -105,6 +105,8 @@ func TestUsageErrors(t *testing.T) {
 		{"-c with more words", []string{"-l", "x", "-c", "echo", "hi"}, "unexpected arguments after -c STRING: hi (-c takes the whole command as one word: -c 'echo hi')"},
 		{"completion of an unknown shell", []string{"completion", "tcsh"}, `unknown shell "tcsh": leaderrun completes bash, fish, powershell or zsh`},
 		{"completion of no shell", []string{"completion"}, "missing shell"},
+		{"help for a typo", []string{"help", "exit-statsu"}, `no help for "exit-statsu"; did you mean "exit-status"?`},
+		{"help for nothing known", []string{"help", "frobnicate"}, `no help for "frobnicate": 'leaderrun --help' lists`},
 		{"break --slot out of range", []string{"break", "-l", "x", "--slot", "50"}, "invalid --slot 50: use 0 to 49"},
 		{"lease name over the limit", []string{"-l", strings.Repeat("a", 1017), "--", "true"}, `(1017 characters): a lease name may have at most 1016 characters`},
 		{"long value cut", []string{"--log-level", strings.Repeat("x", 2000), "-l", "x", "--", "true"}, `" (2000 characters)`},

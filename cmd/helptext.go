@@ -35,6 +35,7 @@ func setupHelp(root *cobra.Command) {
 	setupCompletion(root)
 	acceptTimeSpans(root)
 	definitionOrder(root)
+	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultVersionFlag()
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
@@ -42,6 +43,44 @@ func setupHelp(root *cobra.Command) {
 		writeUsage(c.OutOrStderr(), DocOf(c))
 		return nil
 	})
+}
+
+// newHelpCmd is `leaderrun help [SUBCOMMAND | TOPIC]`; an unknown name is
+// a usage error, with a suggestion when one is close.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [SUBCOMMAND | TOPIC]",
+		Short: "Help about a subcommand or a topic",
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (target == root && len(args) > 0) {
+				if s := append(root.SuggestionsFor(args[0]), topicsLike(root, args[0])...); len(s) > 0 {
+					return exit.Usagef("no help for %s; did you mean %q?", exit.Quote(strings.Join(args, " ")), s[0])
+				}
+				return exit.Usagef("no help for %s: 'leaderrun --help' lists the subcommands and topics", exit.Quote(strings.Join(args, " ")))
+			}
+			target.InitDefaultHelpFlag()
+			return target.Help()
+		},
+	}
+}
+
+// topicsLike are the help topics that begin as word does (cobra suggests
+// commands only).
+func topicsLike(root *cobra.Command, word string) []string {
+	var like []string
+	for _, c := range root.Commands() {
+		n := c.Name()
+		common := 0
+		for common < min(len(n), len(word)) && n[common] == word[common] {
+			common++
+		}
+		if c.IsAdditionalHelpTopicCommand() && common >= 4 {
+			like = append(like, n)
+		}
+	}
+	return like
 }
 
 // definitionOrder makes help list flags in the order they are defined,
