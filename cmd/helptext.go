@@ -51,6 +51,15 @@ func newHelpCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [SUBCOMMAND | TOPIC]",
 		Short: "Help about a subcommand or a topic",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, sub := range c.Root().Commands() {
+				if !sub.Hidden && sub.Name() != "help" && strings.HasPrefix(sub.Name(), toComplete) && len(args) == 0 {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			root := c.Root()
 			target, rest, err := root.Find(args)
