@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/leaderrun/leaderrun/exit"
 )
@@ -65,26 +64,6 @@ func TestParseSignal(t *testing.T) {
 	}
 }
 
-func TestDurationValue(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"30", 30 * time.Second, true},
-		{"30s", 30 * time.Second, true},
-		{"1m", time.Minute, true},
-		{"soon", 0, false},
-	}
-	for _, tt := range tests {
-		var d durationValue
-		err := d.Set(tt.in)
-		if (err == nil) != tt.ok || time.Duration(d) != tt.want {
-			t.Errorf("Set(%q) = %v, %v", tt.in, time.Duration(d), err)
-		}
-	}
-}
-
 // run executes leaderrun in-process with args; only for paths that stop
 // before any storage request.
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -117,7 +96,20 @@ func TestUsageErrors(t *testing.T) {
 		{"status output", []string{"status", "-l", "x", "-o", "yaml"}, "--output"},
 		{"status args", []string{"status", "-l", "x", "extra"}, "unexpected arguments"},
 		{"status missing lease", []string{"status"}, "missing lease name"},
-		{"unknown command", []string{"statsu", "-l", "x"}, "after --"},
+		{"unknown command", []string{"statsu", "-l", "x"}, `unknown command "statsu"; did you mean "status"?`},
+		{"unknown command, no suggestion", []string{"frobnicate", "-l", "x"}, `unknown command "frobnicate"; to run it under a lease, put it after --, as in: leaderrun -- frobnicate -l x`},
+		{"missing --, as typed", []string{"-l", "bad/x", "echo", "-n", "hi"}, "put COMMAND after --, as in: leaderrun -l bad/x -- echo -n hi ("},
+		{"missing --, flags of both", []string{"-nq", "-w10m", "--lease=x", "--poll-interval", "5s", "ls", "-l", "my file"}, "as in: leaderrun -nq -w10m --lease=x --poll-interval 5s -- ls -l 'my file' ("},
+		{"-c and --", []string{"-l", "x", "-c", "true", "--", "true"}, "cannot be used together"},
+		{"empty -c", []string{"-l", "x", "-c", ""}, "invalid -c ''"},
+		{"-c with more words", []string{"-l", "x", "-c", "echo", "hi"}, "unexpected arguments after -c STRING: hi (-c takes the whole command as one word: -c 'echo hi')"},
+		{"completion of an unknown shell", []string{"completion", "tcsh"}, `unknown shell "tcsh": leaderrun completes bash, fish, powershell or zsh`},
+		{"completion of no shell", []string{"completion"}, "missing shell"},
+		{"help for a typo", []string{"help", "exit-statsu"}, `no help for "exit-statsu"; did you mean "exit-status"?`},
+		{"help for nothing known", []string{"help", "frobnicate"}, `no help for "frobnicate": 'leaderrun --help' lists`},
+		{"break --slot out of range", []string{"break", "-l", "x", "--slot", "50"}, "invalid --slot 50: use 0 to 49"},
+		{"lease name over the limit", []string{"-l", strings.Repeat("a", 1017), "--", "true"}, `(1017 characters): a lease name may have at most 1016 characters`},
+		{"long value cut", []string{"--log-level", strings.Repeat("x", 2000), "-l", "x", "--", "true"}, `" (2000 characters)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

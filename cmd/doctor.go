@@ -64,7 +64,8 @@ which it says). Exit status: 0 all ok, 1 warnings, 2 something a run needs
 is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 "status", "detail"}]}, where ok is false when a check failed.`,
 		Example: `  leaderrun doctor -l cron/report
-  leaderrun doctor -l scheduler --lease-duration 30s -o json | jq -r '.checks[] | select(.status != "ok") | .detail'`,
+  leaderrun doctor -l scheduler --lease-duration 30s -o json |
+    jq -r '.checks[] | select(.status != "ok") | .detail'`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.complete(c.Flags()); err != nil {
 				return doctorUsageError(err)
@@ -74,19 +75,16 @@ is refused, 3 usage error. -o json prints {"ok": …, "checks": [{"name",
 	}
 	usageErrorsAs(c, a, doctorUsageError)
 	fs := c.Flags()
-	fs.StringVarP(&o.loc.lease, "lease", "l", "", "the lease a run will use; the scratch blob goes beside it (env LEADERRUN_LEASE)")
+	fs.StringVarP(&o.loc.lease, "lease", "l", "", "the lease a run will use (`NAME`); the scratch blob goes beside it")
 	o.loc.addContainerFlags(fs)
-	fs.Var((*durationValue)(&o.cfg.Duration), "lease-duration", "the lease duration runs will use, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
+	fs.DurationVar(&o.cfg.Duration, "lease-duration", lease.DefaultDuration, "the lease duration runs will use, whole seconds from 15s to 60s")
 	fs.DurationVar(&o.cfg.KillGrace, "kill-grace", 10*time.Second, "the --kill-grace runs will use")
 	addOutputFlag(fs, &o.output)
 	return c
 }
 
 func (o *doctorOptions) complete(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, locationEnv); err != nil {
-		return err
-	}
-	if err := envDefaults(fs, map[string]string{"lease-duration": "LEADERRUN_LEASE_DURATION"}); err != nil {
+	if err := envDefaults(fs); err != nil {
 		return err
 	}
 	if err := checkOutput(o.output); err != nil {

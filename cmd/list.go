@@ -36,10 +36,11 @@ Ages are by the storage service's clock (the listing's Date).
 -o json prints an array of the objects that status -o json prints, each with
 "lease", its name. Exit status 0, or 69 when the storage cannot be read.`,
 		Example: `  leaderrun list
-  leaderrun list --container jobs -o json | jq -r '.[] | select(.state == "leased") | .lease'`,
+  leaderrun list --container jobs -o json |
+    jq -r '.[] | select(.state == "leased") | .lease'`,
 		Args: unexpectedArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := envDefaults(c.Flags(), locationEnv); err != nil {
+			if err := envDefaults(c.Flags()); err != nil {
 				return err
 			}
 			if err := checkOutput(o.output); err != nil {
@@ -62,7 +63,7 @@ func runList(ctx context.Context, a *app, o *readOptions) error {
 	}
 	leases, err := client.Views(rctx)
 	if err != nil {
-		return exit.With(exit.Unavailable, fmt.Errorf("cannot list container %q: %w", o.loc.container, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot list container %s: %w", exit.Quote(o.loc.container), err))
 	}
 	if o.output == "json" {
 		return writeJSON(a.stdout, listJSON(leases))

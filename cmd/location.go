@@ -30,30 +30,54 @@ type locationOptions struct {
 }
 
 func (o *locationOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.lease, "lease", "l", "", "lease name: the blob's name, may contain '/' (env LEADERRUN_LEASE; required)")
+	inGroup(fs, groupLease, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&o.lease, "lease", "l", "", "the lease `NAME`: the blob's name, which may contain '/' (required)")
+	})
 	o.addContainerFlags(fs)
 }
 
 // addContainerFlags adds the container's flags (list needs no lease name).
 func (o *locationOptions) addContainerFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.container, "container", "leaderrun", "container of the lease blob, created if missing (env LEADERRUN_CONTAINER)")
-	fs.StringVar(&o.account, "account", "", "storage account name (env AZURE_STORAGE_ACCOUNT)")
-	fs.StringVar(&o.endpoint, "endpoint", "", "blob service URL (env LEADERRUN_ENDPOINT; default https://ACCOUNT.blob.core.windows.net)")
-}
-
-var locationEnv = map[string]string{
-	"lease":     "LEADERRUN_LEASE",
-	"container": "LEADERRUN_CONTAINER",
-	"account":   "AZURE_STORAGE_ACCOUNT",
-	"endpoint":  "LEADERRUN_ENDPOINT",
+	inGroup(fs, groupStorage, func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.container, "container", "leaderrun", "the container `NAME`, created if missing")
+		fs.StringVar(&o.account, "account", "", "the storage account `NAME`")
+		fs.StringVar(&o.endpoint, "endpoint", "", "the blob service `URL`, for the emulator, sovereign clouds and private endpoints (default https://ACCOUNT.blob.core.windows.net)")
+	})
 }
 
 func (o *locationOptions) complete(fs *pflag.FlagSet) error {
-	if err := envDefaults(fs, locationEnv); err != nil {
+	if err := envDefaults(fs); err != nil {
 		return err
 	}
 	if o.lease == "" {
 		return exit.Usagef("missing lease name: use -l NAME or LEADERRUN_LEASE")
+	}
+	return checkLeaseNameLength(o.lease)
+}
+
+// azureBlobNameMax is the longest blob name Azure accepts.
+const azureBlobNameMax = 1024
+
+// maxLeaseName is the longest lease name as typed: the lease's other blobs
+// (NAME~slot-49, NAME~pause) add to it, and must stay within Azure's limit.
+var maxLeaseName = azureBlobNameMax - max(len(lease.SlotBlob("", lease.MaxSlots-1)), len(lease.PauseBlob("")))
+
+// checkLeaseNameLength refuses a name longer than maxLeaseName, counting
+// the name as typed; the rest of the naming rules are the lease package's.
+func checkLeaseNameLength(name string) error {
+	if len(name) > maxLeaseName {
+		return exit.Usagef("invalid lease name %s: a lease name may have at most %d characters (leaderrun adds up to %d for the lease's other blobs, within Azure's %d)",
+			exit.Quote(name), maxLeaseName, azureBlobNameMax-maxLeaseName, azureBlobNameMax)
+	}
+	return nil
+}
+
+// checkDoneMarkerLength refuses, for --once-per-host, a lease name and a
+// host name that together make a done marker longer than Azure accepts.
+func checkDoneMarkerLength(name, host string) error {
+	if len(lease.DoneBlob(name, host)) > azureBlobNameMax {
+		return exit.Usagef("lease name %s and host %s are too long for --once-per-host: together they may have at most %d characters",
+			exit.Quote(name), exit.Quote(host), azureBlobNameMax-len(lease.DoneBlob("", "")))
 	}
 	return nil
 }
@@ -92,7 +116,7 @@ func (o *locationOptions) view(ctx context.Context, log hclog.Logger) (*lease.Bl
 	}
 	v, err := client.View(ctx)
 	if err != nil {
-		return nil, nil, exit.With(exit.Unavailable, fmt.Errorf("cannot read lease %q: %w", o.lease, err))
+		return nil, nil, exit.With(exit.Unavailable, fmt.Errorf("cannot read lease %s: %w", exit.Quote(o.lease), err))
 	}
 	return client, v, nil
 }
@@ -120,7 +144,7 @@ func completeLeaseNames(root *cobra.Command) {
 func leaseNameCompletion(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	var o locationOptions
 	fs := c.Flags()
-	_ = envDefaults(fs, locationEnv) // a bad variable leaves its flag as it is
+	_ = envDefaults(fs) // a bad variable leaves its flag as it is
 	o.container, _ = fs.GetString("container")
 	o.account, _ = fs.GetString("account")
 	o.endpoint, _ = fs.GetString("endpoint")

@@ -83,7 +83,7 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	}
 	old, date, err := client.ReadPause(rctx)
 	if err != nil {
-		return exit.With(exit.Unavailable, fmt.Errorf("cannot read the pause of lease %q: %w", o.loc.lease, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot read the pause of lease %s: %w", exit.Quote(o.loc.lease), err))
 	}
 	if date.IsZero() {
 		return exit.With(exit.Unavailable, errors.New("the storage service sent no Date header: a pause is never dated by this host's clock"))
@@ -97,13 +97,13 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 		if errors.As(err, &ce) {
 			return exit.With(exit.Usage, err)
 		}
-		return exit.With(exit.Unavailable, fmt.Errorf("cannot pause lease %q: %w", o.loc.lease, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot pause lease %s: %w", exit.Quote(o.loc.lease), err))
 	}
 	if old.Active(date) {
-		a.log.Info("replaced the pause in force", "lease", o.loc.lease, "previous_reason", old.Reason,
+		a.log.Info("replaced the pause in force", "lease", exit.Cut(o.loc.lease), "previous_reason", exit.Cut(old.Reason),
 			"previous_since", timeOr(old.Since, "none"), "previous_until", timeOr(old.Until, "none"))
 	}
-	a.log.Info("lease paused: no contender acquires it", "lease", o.loc.lease, "reason", o.reason,
+	a.log.Info("lease paused: no contender acquires it", "lease", exit.Cut(o.loc.lease), "reason", exit.Cut(o.reason),
 		"since", timeOr(p.Since, "none"), "until", timeOr(p.Until, "resume"))
 	if !o.drain {
 		return nil
@@ -142,13 +142,13 @@ next poll. Resuming a lease that is not paused does nothing and exits 0.`,
 			}
 			existed, err := client.DeletePause(rctx)
 			if err != nil {
-				return exit.With(exit.Unavailable, fmt.Errorf("cannot resume lease %q: %w", o.lease, err))
+				return exit.With(exit.Unavailable, fmt.Errorf("cannot resume lease %s: %w", exit.Quote(o.lease), err))
 			}
 			if !existed {
-				a.log.Info("lease is not paused; nothing to resume", "lease", o.lease)
+				a.log.Info("lease is not paused; nothing to resume", "lease", exit.Cut(o.lease))
 				return nil
 			}
-			a.log.Info("lease resumed: contenders may acquire it again", "lease", o.lease)
+			a.log.Info("lease resumed: contenders may acquire it again", "lease", exit.Cut(o.lease))
 			return nil
 		},
 	}
@@ -207,16 +207,15 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 	if o.slot < -1 || o.slot >= lease.MaxSlots {
 		return exit.Usagef("invalid --slot %d: use 0 to %d", o.slot, lease.MaxSlots-1)
 	}
-	if o.slot >= 0 {
-		client, err := o.loc.client(a.log)
-		if err != nil {
-			return err
-		}
-		return o.breakSlot(rctx, a, client, o.slot, nil)
-	}
 	client, v, err := o.loc.view(rctx, a.log) // one listing
 	if err != nil {
 		return err
+	}
+	if o.slot >= v.SlotCount {
+		return exit.Usagef("invalid --slot %d: lease %s has %s (slot 0 to %d)", o.slot, exit.Quote(o.loc.lease), plural(v.SlotCount, "slot"), v.SlotCount-1)
+	}
+	if o.slot >= 0 {
+		return o.breakSlot(rctx, a, client, o.slot, v.Slot(o.slot).Props)
 	}
 	if v.SlotCount <= 1 {
 		return breakHolder(rctx, a, client, v.Slot(0).Props, o.loc.lease, o.now)
@@ -234,22 +233,24 @@ func runBreak(ctx context.Context, a *app, o *breakOptions) error {
 		}
 	}
 	if !held {
-		a.log.Info("no slot is held; nothing to break", "lease", o.loc.lease, "slots", v.SlotCount)
+		a.log.Info("no slot is held; nothing to break", "lease", exit.Cut(o.loc.lease), "slots", v.SlotCount)
 	}
 	return nil
 }
 
-// breakSlot breaks slot i of the lease; p is its read, nil for --slot I,
-// which reads that slot's blob alone.
+// plural is "1 slot", "2 slots".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// breakSlot breaks slot i of the lease; p is its read, from the listing.
 func (o *breakOptions) breakSlot(ctx context.Context, a *app, client *lease.Blob, i int, p *lease.Properties) error {
 	c, err := client.Container().Blob(lease.SlotBlob(o.loc.lease, i))
 	if err != nil {
 		return leader.StorageExit(err)
-	}
-	if p == nil {
-		if p, err = c.Properties(ctx); err != nil {
-			return exit.With(exit.Unavailable, fmt.Errorf("cannot read slot %d of lease %q: %w", i, o.loc.lease, err))
-		}
 	}
 	return breakHolder(ctx, a, c, p, fmt.Sprintf("%s slot %d", o.loc.lease, i), o.now)
 }
@@ -260,27 +261,27 @@ func (o *breakOptions) breakSlot(ctx context.Context, a *app, client *lease.Blob
 // name is how the log names the lease.
 func breakHolder(rctx context.Context, a *app, client *lease.Blob, p *lease.Properties, name string, now bool) error {
 	if !p.State.Held() {
-		a.log.Info("lease is not held; nothing to break", "lease", name, "state", p.State)
+		a.log.Info("lease is not held; nothing to break", "lease", exit.Cut(name), "state", p.State)
 		return nil
 	}
 	period := lease.BreakAtPeriodEnd
 	if now {
 		period = 0
 		a.log.Warn("breaking with period 0: the old holder's command may still run next to the next holder's for up to one lease duration",
-			"lease", name, "holder", p.Holder)
+			"lease", exit.Cut(name), "holder", exit.Cut(p.Holder))
 	}
 	freeIn, err := client.BreakLease(rctx, period)
 	if errors.Is(err, lease.ErrNotLeased) {
-		a.log.Info("lease is not held; nothing to break", "lease", name)
+		a.log.Info("lease is not held; nothing to break", "lease", exit.Cut(name))
 		return nil
 	} else if err != nil {
-		return exit.With(exit.Unavailable, fmt.Errorf("cannot break lease %q: %w", name, err))
+		return exit.With(exit.Unavailable, fmt.Errorf("cannot break lease %s: %w", exit.Quote(name), err))
 	}
 	if !now && freeIn > 0 {
-		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", name,
-			"holder", p.Holder, "term", p.Term, "free_in", freeIn)
+		a.log.Info("lease breaking; the holder stops its command before anyone can acquire", "lease", exit.Cut(name),
+			"holder", exit.Cut(p.Holder), "term", p.Term, "free_in", freeIn)
 	} else {
-		a.log.Info("lease broken", "lease", name, "holder", p.Holder, "term", p.Term)
+		a.log.Info("lease broken", "lease", exit.Cut(name), "holder", exit.Cut(p.Holder), "term", p.Term)
 	}
 	return nil
 }

@@ -44,3 +44,45 @@ func TestReadmeExitStatusTable(t *testing.T) {
 		t.Error("no row for 128+N")
 	}
 }
+
+// readmeSection is the text of the README's section under heading, up to
+// the next section of its level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// The README's "Flags" lists every flag of a run, and its "Environment"
+// every variable that sets one: a flag added to the command line is
+// added there too.
+func TestReadmeFlagsAndEnvironment(t *testing.T) {
+	flags := readmeSection(t, "## Flags")
+	for _, g := range DocOf(Command()).Groups {
+		if g.Title == groupOther {
+			continue
+		}
+		if !strings.Contains(flags, "**"+g.Title+"**") {
+			t.Errorf("README's Flags has no group %q", g.Title)
+		}
+		for _, f := range g.Flags {
+			if !strings.Contains(flags, "`"+strings.TrimSpace(f.Names())) && !strings.Contains(flags, "--"+f.Long+" ") {
+				t.Errorf("README's Flags has no row for --%s", f.Long)
+			}
+		}
+	}
+	env := readmeSection(t, "## Environment")
+	for flag, v := range flagEnv {
+		if !strings.Contains(env, "| `"+v+"` | `--"+flag+"`") {
+			t.Errorf("README's Environment has no row for %s (--%s)", v, flag)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func Execute() int {
 
 // execute is Execute with its arguments and outputs given, for tests.
 func execute(args []string, stdout, stderr io.Writer) int {
-	app := &app{stdout: stdout, stderr: stderr, log: newLogger(stderr, logOptions{level: "info"})}
+	app := &app{stdout: stdout, stderr: stderr, argv: args, log: newLogger(stderr, logOptions{level: "info"})}
 	root := newRootCmd(app)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -47,6 +47,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 // persistent flags configure.
 type app struct {
 	stdout, stderr io.Writer
+	argv           []string // the arguments as typed, for hints
 	logOpts        logOptions
 	log            hclog.Logger
 }
@@ -112,65 +113,59 @@ func newRootCmdWith(a *app, run func(context.Context, *app, *runOptions) error) 
 	root := &cobra.Command{
 		Use:   "leaderrun -l NAME [flags] -- COMMAND [ARG...]",
 		Short: "Run a command only while this host holds an Azure blob lease",
-		Long: `leaderrun runs COMMAND only while this host holds leadership, where
-leadership is a lease on an Azure Storage blob. Every host of a fleet runs the
-same line; at most one of them runs COMMAND at any moment.
+		Annotations: map[string]string{synopsisAnnotation: "leaderrun -l NAME [flags] -c STRING\n" +
+			"leaderrun SUBCOMMAND [flags]"},
+		Long: `Run COMMAND only while this host holds leadership: a lease on an Azure
+Storage blob. Every host of a fleet runs the same line; at most one of them
+runs COMMAND at any moment.
 
-The child never outlives the lease: if renewals stop succeeding, COMMAND's
-whole process group gets the stop signal and then SIGKILL before the lease
-could pass to another host (for a 15s lease: SIGTERM 8.5s and SIGKILL 13.5s
-after the last successful renewal was sent). If leaderrun itself is killed
-(kill -9), COMMAND's group is killed at once; on Linux COMMAND also has a
-parent-death signal, which macOS lacks.
+COMMAND never outlives the lease: if renewals stop succeeding, its process
+group gets the stop signal and then SIGKILL before the lease could pass to
+another host (for a 15s lease: SIGTERM 8.5s and SIGKILL 13.5s after the last
+successful renewal was sent). If leaderrun itself is killed (kill -9),
+COMMAND's group is killed at once; on Linux COMMAND also has a parent-death
+signal, which macOS lacks.
 
-SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to COMMAND's group; the
-lease is kept while COMMAND shuts down (up to --kill-grace, then SIGKILL)
+COMMAND is everything after --, run directly (no shell), found on PATH before
+any storage request. -c STRING runs STRING with sh -c instead, as flock -c
+does. SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to COMMAND's group;
+the lease is kept while COMMAND shuts down (up to --kill-grace, then SIGKILL)
 and released after it has exited. A second SIGINT kills at once.
 
-Credentials come from the environment only, in this order:
-AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY,
-AZURE_STORAGE_SAS_TOKEN, otherwise Microsoft Entra ID (managed identity,
-workload identity, service principal, Azure CLI login).
+A DURATION is Go's form (90s, 1h30m) or a systemd time span (5min, 1h 30min,
+2d, 1w); a number alone is seconds. Credentials come from the environment
+only: see 'leaderrun help environment'.`,
+		Example: `  # every VM's crontab, every minute: each occurrence of the schedule runs
+  # once in the fleet; one the whole fleet missed runs when a VM is back
+  * * * * * leaderrun -l job --schedule '*/5 * * * *' -q -- /opt/job
 
-Exit status: COMMAND's own; 128+N when signal N ended COMMAND or the wait;
-0 when --once-per, --once or --once-per-host skipped the run, or when
---schedule found nothing due (or the lease held); 64 usage
-error; 69 storage unreachable, unauthorized or refused; 75 (-E) lease held by
-another, paused, or not acquired while a scheduled event concerns this VM; 76
-leadership lost while COMMAND ran, or stepped down for a scheduled event; 77
-health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
-		Example: `  # every VM, every minute: each 5-minute occurrence runs once in the fleet,
-  # and one the whole fleet missed runs once as soon as a VM is back
-  * * * * *  leaderrun -l cron/report --schedule '*/5 * * * *' --splay 30s -q -- /opt/report.sh
+  # cron fires on every VM: one runs the job, the others exit at once;
+  # -E 0: a lease still held by a long run is nothing for cron to mail
+  */5 * * * * leaderrun -l job -n -E 0 --once-per 4m -q -- /opt/job
 
-  # a cron job that runs on one VM of the fleet, at most once per 5-minute window
-  */5 * * * *  leaderrun -l cron/report --no-wait --once-per 4m --splay 30s -- /opt/report.sh
+  # a hot standby under systemd, stepping down before Azure evicts,
+  # reboots or freezes its VM (Scheduled Events)
+  ExecStart=/usr/bin/leaderrun -l sched --scheduled-events -- /opt/sched
 
-  # the first line, pinging healthchecks.io from the VM that ran, and a textfile
-  # for node_exporter on every VM
-  LEADERRUN_PING_URL=https://hc-ping.com/<uuid>
-  * * * * *  leaderrun -l cron/report --schedule '*/5 * * * *' --splay 30s -q --metrics-file /var/lib/node_exporter/textfile/leaderrun_report.prom -- /opt/report.sh
-
-  # a hot-standby service under systemd
-  ExecStart=/usr/bin/leaderrun -l scheduler -- /usr/bin/scheduler --serve
-
-  # on Spot VMs or a scale set: step down before Azure evicts, deletes,
-  # reboots or freezes this VM (Azure's Scheduled Events)
-  ExecStart=/usr/bin/leaderrun -l scheduler --scheduled-events -- /usr/bin/scheduler --serve
-
-  # a migration in a scale set's deploy script: every instance runs the line,
-  # one migrates, the others wait up to 10 minutes and then skip
+  # a scale set's deploy script: one instance migrates, the others wait
+  # for it (up to 10 minutes) and then skip
   leaderrun -l deploy/migrate-$VERSION --once -w 10m -- ./migrate.sh
 
   # patch a scale set two instances at a time, each instance once
   leaderrun -l patch/2026-11 --slots 2 --once-per-host -- ./patch.sh
 
+  # a shell pipeline, as flock -c runs one
+  leaderrun -l backup -c 'pg_dump shop | gzip > /backup/shop.sql.gz'
+
   # who holds it, and what ran last
-  leaderrun status -l cron/report`,
-		Args:          opts.args,
+  leaderrun status -l job`,
+		Args:          func(c *cobra.Command, args []string) error { return opts.args(c, args, a.argv) },
 		SilenceErrors: true,
-		SilenceUsage:  true,
-		Version:       currentVersion().String(),
+		// "statu": did you mean "status"? (cobra's default distance, which
+		// it sets only for the errors it makes itself)
+		SuggestionsMinimumDistance: 2,
+		SilenceUsage:               true,
+		Version:                    currentVersion().String(),
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			return a.setupLog(c)
 		},
@@ -185,17 +180,18 @@ health check failed; 126 COMMAND not executable; 127 COMMAND not found.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit.With(exit.Usage, err) })
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
-	root.AddCommand(newStatusCmd(a), newBreakCmd(a), newVersionCmd(a), newListCmd(a), newHistoryCmd(a),
-		newCheckCmd(a), newPauseCmd(a), newResumeCmd(a), newDoctorCmd(a))
+	root.AddCommand(newStatusCmd(a), newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a),
+		newResumeCmd(a), newBreakCmd(a), newDoctorCmd(a), newVersionCmd(a))
 	completeLeaseNames(root)
+	setupHelp(root)
 	return root
 }
 
-// envDefaults applies environment variables to flags the command line did
-// not set.
-func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
-	for _, flag := range slices.Sorted(maps.Keys(env)) { // of several bad ones, the same is named every time
-		name := env[flag]
+// envDefaults applies the environment variables of flagEnv to the flags of
+// fs that the command line did not set.
+func envDefaults(fs *pflag.FlagSet) error {
+	for _, flag := range slices.Sorted(maps.Keys(flagEnv)) { // of several bad ones, the same is named every time
+		name := flagEnv[flag]
 		f := fs.Lookup(flag)
 		if f == nil || f.Changed {
 			continue
@@ -205,7 +201,7 @@ func envDefaults(fs *pflag.FlagSet, env map[string]string) error {
 			continue
 		}
 		if err := fs.Set(flag, v); err != nil {
-			return exit.Usagef("invalid %s=%q: %v", name, v, err)
+			return exit.Usagef("invalid %s=%s: %v", name, exit.Quote(v), err)
 		}
 	}
 	return nil
@@ -246,21 +242,23 @@ type logOptions struct {
 }
 
 func addLogFlags(fs *pflag.FlagSet, o *logOptions) {
-	fs.StringVar(&o.level, "log-level", "info", "leaderrun's log level: trace, debug, info, warn, error (env LEADERRUN_LOG_LEVEL)")
-	fs.StringVar(&o.format, "log-format", "text", "leaderrun's log format: text or json")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "log errors only")
+	inGroup(fs, groupLogging, func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.level, "log-level", "info", "leaderrun's log `LEVEL`, on stderr: trace, debug, info, warn or error")
+		fs.StringVar(&o.format, "log-format", "text", "leaderrun's log `FORMAT`: text or json")
+		fs.BoolVarP(&o.quiet, "quiet", "q", false, "log errors only")
+	})
 }
 
 func (a *app) setupLog(c *cobra.Command) error {
-	if err := envDefaults(c.Flags(), map[string]string{"log-level": "LEADERRUN_LOG_LEVEL"}); err != nil {
+	if err := envDefaults(c.Flags()); err != nil {
 		return err
 	}
 	o := a.logOpts
 	if hclog.LevelFromString(o.level) == hclog.NoLevel {
-		return exit.Usagef("invalid --log-level %q: use trace, debug, info, warn or error", o.level)
+		return exit.Usagef("invalid --log-level %s: use trace, debug, info, warn or error", exit.Quote(o.level))
 	}
 	if o.format != "text" && o.format != "json" {
-		return exit.Usagef("invalid --log-format %q: use text or json", o.format)
+		return exit.Usagef("invalid --log-format %s: use text or json", exit.Quote(o.format))
 	}
 	if o.quiet {
 		o.level = "error"

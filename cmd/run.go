@@ -34,62 +34,162 @@ type runOptions struct {
 	killSignal      string
 	pingURL         string // --ping-url, env LEADERRUN_PING_URL
 	pingTemplate    string
+	shellCommand    string // -c STRING: sh -c STRING
 	oncePerHost     bool
 	scheduleSpec    string // schedule.go
 	scheduledEvents bool
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet) {
-	o.loc.addFlags(fs)
 	r := &o.run
-	r.Lease.Duration = lease.DefaultDuration
-	fs.StringVar(&r.Lease.Identity, "identity", "", "who holds the lease, recorded in the blob's metadata (env LEADERRUN_IDENTITY; default HOSTNAME:PID)")
-	fs.BoolVarP(&r.NoWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
-	fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0 = wait forever)")
-	fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "exit status when the lease was not acquired")
-	fs.Var((*durationValue)(&r.Lease.Duration), "lease-duration", "lease duration, whole seconds from 15s to 60s (env LEADERRUN_LEASE_DURATION)")
-	fs.DurationVar(&r.Lease.RenewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
-	fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
-	fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the signal that asks COMMAND to stop")
-	fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
-	fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
-	fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
-	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
-	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail), {code} and {rid}")
-	fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
-	fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
-	fs.IntVar(&r.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
-	fs.BoolVar(&r.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1: it runs COMMAND once for the fleet)")
-	fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
-	o.addScheduleFlags(fs)
-	fs.StringVar(&r.Health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with this shell command (sh -c); unhealthy: stop COMMAND, release, exit 77")
-	fs.DurationVar(&r.Health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
-	fs.DurationVar(&r.Health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
-	fs.IntVar(&r.Health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
-	fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
-	fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
-		"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
-			"as the metadata service's Scheduled Events announce (env LEADERRUN_SCHEDULED_EVENTS=true; service address from LEADERRUN_IMDS_ENDPOINT)")
+	inGroup(fs, groupCommand, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&o.shellCommand, "command", "c", "", "run `STRING` with sh -c, as flock -c does, instead of -- COMMAND")
+	})
+	inGroup(fs, groupLease, func(fs *pflag.FlagSet) {
+		o.loc.addFlags(fs)
+		fs.StringVar(&r.Lease.Identity, "identity", "", "the `TEXT` that names this holder in the blob's metadata (default HOSTNAME:PID)")
+		fs.DurationVar(&r.Lease.Duration, "lease-duration", lease.DefaultDuration, "the lease's duration, whole seconds from 15s to 60s")
+		fs.DurationVar(&r.Lease.RenewInterval, "renew-interval", 0, "how often the holder renews (default lease-duration/3, at most lease-duration/2)")
+		fs.IntVar(&r.Lease.Slots, "slots", 1, "up to `N` holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
+	})
+	inGroup(fs, groupWaiting, func(fs *pflag.FlagSet) {
+		fs.BoolVarP(&r.NoWait, "no-wait", "n", false, "try once; if the lease is held, exit with the conflict code")
+		fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0: wait forever)")
+		fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "the exit status when the lease was not acquired")
+		fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
+		fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
+	})
+	inGroup(fs, groupOnce, func(fs *pflag.FlagSet) {
+		fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
+		fs.BoolVar(&r.Once, "once", false, "skip (exit 0) if any host already completed a run with status 0 under this lease; a failed run lets the next one try (not with --slots > 1)")
+		fs.BoolVar(&o.oncePerHost, "once-per-host", false, "skip (exit 0) if this host (--identity, else the hostname) already completed a run with status 0 under this lease; a failed run does not count")
+		o.addScheduleFlags(fs)
+	})
+	inGroup(fs, groupStopping, func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the `SIGNAL` that asks COMMAND to stop")
+		fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+		fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
+			"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
+				"as the metadata service's Scheduled Events announce (LEADERRUN_IMDS_ENDPOINT sets the service's address)")
+	})
+	inGroup(fs, groupHealth, func(fs *pflag.FlagSet) {
+		fs.StringVar(&r.Health.Cmd, "health-cmd", "", "while COMMAND runs, check its health with the shell command `CMD` (sh -c); unhealthy: stop COMMAND, release, exit 77")
+		fs.DurationVar(&r.Health.Interval, "health-interval", runner.DefaultHealthInterval, "time between health checks")
+		fs.DurationVar(&r.Health.Timeout, "health-timeout", runner.DefaultHealthTimeout, "a health check running longer is killed and counts as failed")
+		fs.IntVar(&r.Health.Retries, "health-retries", runner.DefaultHealthRetries, "consecutive failed checks that make COMMAND unhealthy")
+		fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
+	})
+	inGroup(fs, groupMonitoring, func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.pingURL, "ping-url", "", "ping the healthchecks.io-style `URL` when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (the variable is preferred: the URL is a secret)")
+		fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a `URL` with {event} (start, success, fail), {code} and {rid}")
+		fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs, atomically, to the node_exporter textfile `PATH` (.prom)")
+	})
+	inGroup(fs, groupStorage, func(fs *pflag.FlagSet) {
+		fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
+	})
 }
 
-// args takes COMMAND [ARG...], which must follow "--". Without any
-// argument, the usage is printed and leaderrun exits 64.
-func (o *runOptions) args(c *cobra.Command, args []string) error {
+// args takes COMMAND [ARG...], which must follow "--", or -c STRING.
+// Without either, the usage is printed and leaderrun exits 64. argv is the
+// command line as typed (nil in tests that build the tree themselves): a
+// hint repeats it, since pflag takes a COMMAND's own flags for leaderrun's
+// (echo -n: --no-wait) when "--" is missing.
+func (o *runOptions) args(c *cobra.Command, args, argv []string) error {
 	dash := c.ArgsLenAtDash()
 	switch {
+	case o.shellCommand != "" && dash < 0 && len(args) > 0:
+		return exit.Usagef("unexpected arguments after -c STRING: %s (-c takes the whole command as one word: -c %s)",
+			shellJoin(args), shellJoin([]string{o.shellCommand + " " + strings.Join(args, " ")}))
 	case dash < 0 && len(args) > 0:
-		return exit.Usagef("put COMMAND after --, as in: leaderrun -l NAME -- %s", strings.Join(args, " "))
+		// A word where a subcommand goes: a typo, if it is close to one.
+		if argv == nil || firstWord(c.Flags(), argv) == 0 {
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				return exit.Usagef("unknown command %s; did you mean %q?", exit.Quote(args[0]), s[0])
+			}
+			if argv != nil {
+				return exit.Usagef("unknown command %s; to run it under a lease, put it after --, as in: %s", exit.Quote(args[0]), dashHint(c.Flags(), argv, args))
+			}
+		}
+		return exit.Usagef("put COMMAND after --, as in: %s", dashHint(c.Flags(), argv, args))
 	case dash > 0:
 		return exit.Usagef("unexpected arguments before --: %s", strings.Join(args[:dash], " "))
+	case o.shellCommand != "" && len(args) > 0:
+		return exit.Usagef("-c STRING and -- COMMAND cannot be used together: give one of them")
+	case o.shellCommand != "":
+		o.run.Argv = []string{"sh", "-c", o.shellCommand}
+		return nil
+	case c.Flags().Changed("command"):
+		return exit.Usagef("invalid -c '': give a shell command")
 	case len(args) == 0:
 		if dash < 0 {
 			c.SetOut(c.ErrOrStderr())
 			_ = c.Usage()
 		}
-		return exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...]")
+		return exit.Usagef("missing COMMAND: leaderrun -l NAME [flags] -- COMMAND [ARG...], or -c STRING")
 	}
 	o.run.Argv = args
 	return nil
+}
+
+// dashHint is the command line as typed with "--" before its first word
+// that is neither a flag nor a flag's value: "leaderrun -l x -- echo -n
+// hi". Without the typed line, it puts the arguments pflag left after "--".
+func dashHint(fs *pflag.FlagSet, argv, args []string) string {
+	i := firstWord(fs, argv)
+	if argv == nil || i < 0 {
+		return "leaderrun -l NAME -- " + shellJoin(args)
+	}
+	return strings.TrimSuffix("leaderrun "+shellJoin(argv[:i]), " ") + " -- " + shellJoin(argv[i:])
+}
+
+// firstWord is the index in argv of the first word that is neither a flag
+// of fs nor a flag's value; -1 if there is none.
+func firstWord(fs *pflag.FlagSet, argv []string) int {
+	takesValue := func(f *pflag.Flag) bool { return f != nil && f.NoOptDefVal == "" }
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			return -1
+		case strings.HasPrefix(a, "--"):
+			name, _, inline := strings.Cut(a[2:], "=")
+			if !inline && takesValue(fs.Lookup(name)) {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// -nq, -w10m, -w 10m: the first letter that takes a value ends
+			// the group, and takes the rest or the next word.
+			for j := 1; j < len(a); j++ {
+				if takesValue(fs.ShorthandLookup(a[j : j+1])) {
+					if j == len(a)-1 {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+// shellJoin joins words as a POSIX shell reads them back, quoting those
+// that need it.
+func shellJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		w = exit.Cut(w) // a hint names a long word, it does not repeat it
+		q[i] = w
+		if w == "" || strings.ContainsFunc(w, func(r rune) bool { return !isShellSafe(r) }) {
+			q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func isShellSafe(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)
 }
 
 // complete checks the options; log is the one the metadata service's
@@ -99,27 +199,20 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}
-	if err := envDefaults(fs, map[string]string{
-		"identity":         "LEADERRUN_IDENTITY",
-		"lease-duration":   "LEADERRUN_LEASE_DURATION",
-		"ping-url":         "LEADERRUN_PING_URL",
-		"metrics-file":     "LEADERRUN_METRICS_FILE",
-		"schedule":         "LEADERRUN_SCHEDULE",
-		"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS",
-	}); err != nil {
-		return err
-	}
 	// The metadata service's address is checked only when the flag is on.
 	if o.scheduledEvents {
 		endpoint := os.Getenv("LEADERRUN_IMDS_ENDPOINT") // "": imds.DefaultEndpoint
 		events, err := imds.NewClient(imds.Config{Endpoint: endpoint, Logger: log})
 		if err != nil {
-			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%q: %v", endpoint, err)
+			return exit.Usagef("invalid LEADERRUN_IMDS_ENDPOINT=%s: %v", exit.Quote(endpoint), err)
 		}
 		r.Events = events
 	}
 	if o.oncePerHost {
 		r.OncePerHost = cmp.Or(r.Lease.Identity, hostname())
+		if err := checkDoneMarkerLength(o.loc.lease, r.OncePerHost); err != nil {
+			return err
+		}
 	}
 	if r.Lease.Identity == "" {
 		r.Lease.Identity = hostname() + ":" + strconv.Itoa(os.Getpid())
@@ -180,25 +273,6 @@ func hostname() string {
 	return host
 }
 
-// durationValue is a time.Duration flag that also takes a bare number of
-// seconds ("30"), as LEADERRUN_LEASE_DURATION=30 would be written.
-type durationValue time.Duration
-
-func (d *durationValue) String() string { return time.Duration(*d).String() }
-func (d *durationValue) Type() string   { return "duration" }
-func (d *durationValue) Set(s string) error {
-	if n, err := strconv.Atoi(s); err == nil {
-		*d = durationValue(time.Duration(n) * time.Second)
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = durationValue(v)
-	return nil
-}
-
 // runLeader runs COMMAND while holding the lease (leader.Run).
 func runLeader(ctx context.Context, a *app, o *runOptions) error {
 	client, err := o.loc.client(a.log)
@@ -215,7 +289,7 @@ func runLeader(ctx context.Context, a *app, o *runOptions) error {
 func parseSignal(s string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n <= 0 || n >= 65 || unix.SignalName(syscall.Signal(n)) == "" {
-			return 0, exit.Usagef("invalid --kill-signal %q: no such signal", s)
+			return 0, exit.Usagef("invalid --kill-signal %s: no such signal", exit.Quote(s))
 		}
 		return syscall.Signal(n), nil
 	}
@@ -225,7 +299,7 @@ func parseSignal(s string) (syscall.Signal, error) {
 	}
 	sig := unix.SignalNum(name)
 	if sig == 0 {
-		return 0, exit.Usagef("invalid --kill-signal %q: use a name such as TERM, INT, HUP or a number", s)
+		return 0, exit.Usagef("invalid --kill-signal %s: use a name such as TERM, INT, HUP or a number", exit.Quote(s))
 	}
 	return sig, nil
 }

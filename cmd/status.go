@@ -57,12 +57,12 @@ func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.Vie
 }
 
 func addOutputFlag(fs *pflag.FlagSet, output *string) {
-	fs.StringVarP(output, "output", "o", "text", "output format: text or json")
+	fs.StringVarP(output, "output", "o", "text", "the output `FORMAT`: text or json")
 }
 
 func checkOutput(output string) error {
 	if output != "text" && output != "json" {
-		return exit.Usagef("invalid --output %q: use text or json", output)
+		return exit.Usagef("invalid --output %s: use text or json", exit.Quote(output))
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("lease", name)
+	row("lease", exit.Cut(name))
 	row("url", url)
 	if pause != nil {
 		row("paused", pauseRow(pause, now))
@@ -266,7 +266,8 @@ shows its end and exit status as unknown. A run in progress shows as running.
 -o json prints an array of {holder, term, start, end, exitCode}; unknown
 values are null. Exit status 0, or 69 when the storage cannot be read.`,
 		Example: `  leaderrun history -l cron/report
-  leaderrun history -l cron/report -o json | jq '[.[] | select(.exitCode != 0)] | length'`,
+  leaderrun history -l cron/report -o json |
+    jq '[.[] | select(.exitCode != 0)] | length'`,
 	}, func(o *readOptions, v *lease.View) error {
 		if o.output == "json" {
 			return writeJSON(a.stdout, historyJSON(v.Runs()))

@@ -7,6 +7,7 @@ package exit
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // leaderrun's own statuses (sysexits.h where one fits).
@@ -57,4 +58,33 @@ func Code(err error) (code int, ok bool) {
 		return e.Code, true
 	}
 	return 0, false
+}
+
+// A value a log line echoes (a lease name, an identity, a reason) is cut
+// when longer than cutOver characters: its first and last cutKeep
+// characters, and its length.
+const (
+	cutOver = 80
+	cutKeep = 32
+)
+
+// Cut is s for a log line: whole when short, else cut in the middle and
+// its length told: "aaaa…aaaa (1024 characters)". A line names what was
+// typed without repeating a whole page of it.
+func Cut(s string) string {
+	r := []rune(s)
+	if len(r) <= cutOver {
+		return s
+	}
+	return fmt.Sprintf("%s…%s (%d characters)", string(r[:cutKeep]), string(r[len(r)-cutKeep:]), len(r))
+}
+
+// Quote is Cut within quotes: `"aaaa…aaaa" (1024 characters)`, or s
+// quoted whole when short, as %q writes it.
+func Quote(s string) string {
+	r := []rune(s)
+	if len(r) <= cutOver {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s (%d characters)", strconv.Quote(string(r[:cutKeep])+"…"+string(r[len(r)-cutKeep:])), len(r))
 }

@@ -3,6 +3,7 @@ package exit
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,25 @@ func TestCode(t *testing.T) {
 				t.Errorf("Code = %d, %v; Error %q; want %d, %v, %q", code, ok, tc.err, tc.code, tc.ok, tc.reason)
 			}
 		})
+	}
+}
+
+func TestCut(t *testing.T) {
+	long := strings.Repeat("a", 1024)
+	for _, tc := range []struct{ in, cut, quote string }{
+		{"cron/report", "cron/report", `"cron/report"`},
+		{strings.Repeat("b", 80), strings.Repeat("b", 80), `"` + strings.Repeat("b", 80) + `"`},
+		{long, strings.Repeat("a", 32) + "…" + strings.Repeat("a", 32) + " (1024 characters)",
+			`"` + strings.Repeat("a", 32) + "…" + strings.Repeat("a", 32) + `" (1024 characters)`},
+		{strings.Repeat("ü", 81), strings.Repeat("ü", 32) + "…" + strings.Repeat("ü", 32) + " (81 characters)",
+			`"` + strings.Repeat("ü", 32) + "…" + strings.Repeat("ü", 32) + `" (81 characters)`},
+		{"tab\there", "tab\there", `"tab\there"`},
+	} {
+		if got := Cut(tc.in); got != tc.cut {
+			t.Errorf("Cut(%.20q…) = %q, want %q", tc.in, got, tc.cut)
+		}
+		if got := Quote(tc.in); got != tc.quote {
+			t.Errorf("Quote(%.20q…) = %q, want %q", tc.in, got, tc.quote)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — leaderrun's whole test suite, on a fresh machine with Go and Node:
-# formatting and vet, unit tests (with the race detector), the storage tests
+# formatting and vet, the help texts and man pages (width, sections, mandoc's
+# lint), unit tests (with the race detector), the storage tests
 # and the end-to-end tests against the Azurite emulator, which this script
 # installs (pinned), starts on a free loopback port and stops again; then the
 # release artifacts, built and checked with dpkg-deb, lintian and rpm, and the
@@ -41,6 +42,58 @@ if [[ -n "$heavy" ]]; then
   echo "test.sh: the leaderrun binary must not depend on:" $(sed -E 's#^(github.com/[^/]+/[^/]+).*#\1#' <<<"$heavy" | sort -u) >&2
   exit 1
 fi
+
+echo "== help and man pages"
+# Help is read in a terminal and a man page is read like one: every help
+# text within 80 columns, every page with the sections a reader looks for,
+# and mandoc's lint (installed with apt-get where missing, as below).
+if ! command -v mandoc >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  echo "test.sh: installing mandoc with apt-get" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mandoc; } >/dev/null || true
+fi
+docs=$(mktemp -d "${TMPDIR:-/tmp}/leaderrun-docs.XXXXXX")
+go build -o "$docs/leaderrun" .
+go run ./scripts/man "$docs/man"
+export LC_ALL=C.UTF-8 # ${#line} counts characters
+helps=("help exit-status" "help environment")
+for page in "$docs"/man/*.1; do
+  name=$(basename "$page" .1)
+  words=(${name//-/ })
+  sub="${words[*]:1}"
+  helps+=("${sub:+$sub }--help")
+done
+for args in "${helps[@]}"; do
+  while IFS= read -r line; do
+    if (( ${#line} > 80 )); then
+      echo "test.sh: 'leaderrun $args' has a line of ${#line} columns: $line" >&2
+      exit 1
+    fi
+  done < <("$docs/leaderrun" $args)
+done
+for page in "$docs"/man/*.1; do
+  name=$(basename "$page" .1)
+  sections=$(sed -n 's/^\.SH "\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$page" | grep -vx SUBCOMMANDS | paste -sd, -)
+  want="NAME,SYNOPSIS,DESCRIPTION,OPTIONS,EXIT STATUS,ENVIRONMENT,EXAMPLES,SEE ALSO"
+  if [[ "$sections" != "$want" ]]; then
+    echo "test.sh: $name.1 has the sections $sections, want $want" >&2
+    exit 1
+  fi
+done
+if command -v mandoc >/dev/null; then
+  lint=$(mandoc -Tlint -W all "$docs"/man/*.1 2>&1 || true)
+  if [[ -n "$lint" ]]; then
+    echo "test.sh: mandoc -Tlint finds fault with the man pages:" >&2
+    echo "$lint" >&2
+    exit 1
+  fi
+elif [[ "${CI:-}" == "true" ]]; then
+  echo "test.sh: mandoc not found and not installable; under CI this fails the run" >&2
+  exit 1
+else
+  echo "test.sh: skipping the man pages' lint: mandoc not found (apt-get install mandoc)" >&2
+fi
+unset LC_ALL
+rm -rf "$docs"
 
 echo "== Azurite"
 export AZURITE_STATE_DIR
