@@ -83,11 +83,11 @@ usual 64 and 69.`,
 
 func (o *checkOptions) addFlags(fs *pflag.FlagSet) {
 	o.loc.addFlags(fs)
-	fs.VarP((*durationValue)(&o.warning), "warning", "w", "WARNING unless a run ended with status 0 less than `AGE` ago")
-	fs.VarP((*durationValue)(&o.critical), "critical", "c", "CRITICAL unless a run ended with status 0 less than `AGE` ago (required)")
-	fs.Var((*durationValue)(&o.maxAge), "max-age", "the same as -c `AGE`")
-	fs.VarP((*durationValue)(&o.timeout), "timeout", "t", "UNKNOWN when the storage gives no answer within `SECONDS`")
-	fs.Var((*durationValue)(&o.deadline), "starting-deadline", "CRITICAL when a scheduled occurrence did not start within `DURATION`")
+	fs.DurationVarP(&o.warning, "warning", "w", 0, "WARNING unless a run ended with status 0 less than `AGE` ago")
+	fs.DurationVarP(&o.critical, "critical", "c", 0, "CRITICAL unless a run ended with status 0 less than `AGE` ago (required)")
+	fs.DurationVar(&o.maxAge, "max-age", 0, "the same as -c `AGE`")
+	fs.DurationVarP(&o.timeout, "timeout", "t", o.timeout, "UNKNOWN when the storage gives no answer within `SECONDS`")
+	fs.DurationVar(&o.deadline, "starting-deadline", 0, "CRITICAL when a scheduled occurrence did not start within `DURATION`")
 	fs.CountVarP(&o.verbose, "verbose", "v", "more detail: -v on the line, -vv a line per recorded run")
 }
 

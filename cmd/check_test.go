@@ -103,6 +103,7 @@ func TestCheckFlags(t *testing.T) {
 		o := &checkOptions{timeout: checkTimeout}
 		fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
 		o.addFlags(fs)
+		spanFlags(fs)
 		if err := fs.Parse(append([]string{"-l", "job"}, tt.args...)); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}

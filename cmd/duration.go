@@ -44,17 +44,21 @@ func (d durationValue) String() string {
 // acceptTimeSpans makes every duration flag of c and its commands take
 // systemd's time spans too (durationValue).
 func acceptTimeSpans(c *cobra.Command) {
-	wrap := func(f *pflag.Flag) {
+	spanFlags(c.Flags())
+	spanFlags(c.PersistentFlags())
+	for _, sub := range c.Commands() {
+		acceptTimeSpans(sub)
+	}
+}
+
+// spanFlags puts durationValue in front of every duration flag of fs.
+func spanFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if _, done := f.Value.(durationValue); !done && f.Value.Type() == "duration" {
 			f.Value = durationValue{f.Value}
 			f.DefValue = f.Value.String()
 		}
-	}
-	c.Flags().VisitAll(wrap)
-	c.PersistentFlags().VisitAll(wrap)
-	for _, sub := range c.Commands() {
-		acceptTimeSpans(sub)
-	}
+	})
 }
 
 // formatDuration is d as Go writes it, without zero trailing units:
