@@ -33,7 +33,7 @@ type runOptions struct {
 	run             leader.Options
 	killSignal      string
 	pingURL         string // --ping-url, env LEADERRUN_PING_URL
-	pingTemplate    string
+	pingTemplate    string // --ping-url-template, env LEADERRUN_PING_URL_TEMPLATE
 	oncePerHost     bool
 	scheduleSpec    string // schedule.go
 	scheduledEvents bool
@@ -54,8 +54,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
 	fs.DurationVar(&r.OncePer, "once-per", 0, "skip (exit 0) if a run started less than this long ago, by the storage service's clock")
 	fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
-	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
-	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail), {code} and {rid}")
+	fs.StringVar(&o.pingURL, "ping-url", "", "ping this healthchecks.io-style URL when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings; https, or http to loopback only (env LEADERRUN_PING_URL, preferred: the URL is a secret)")
+	fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a URL with {event} (start, success, fail) or {state} (run, complete, fail: Cronitor's telemetry API), {code} and {rid}; a template with neither {event} nor {state} gets no start ping ({code} would say 0, success) (env LEADERRUN_PING_URL_TEMPLATE)")
 	fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs to this node_exporter textfile (.prom), atomically (env LEADERRUN_METRICS_FILE)")
 	fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	fs.IntVar(&r.Lease.Slots, "slots", 1, "up to N holders run COMMAND at once, each on its own slot (1 to 50; LEADERRUN_SLOT tells COMMAND which); every host must give the same N")
@@ -100,12 +100,13 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 		return err
 	}
 	if err := envDefaults(fs, map[string]string{
-		"identity":         "LEADERRUN_IDENTITY",
-		"lease-duration":   "LEADERRUN_LEASE_DURATION",
-		"ping-url":         "LEADERRUN_PING_URL",
-		"metrics-file":     "LEADERRUN_METRICS_FILE",
-		"schedule":         "LEADERRUN_SCHEDULE",
-		"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS",
+		"identity":          "LEADERRUN_IDENTITY",
+		"lease-duration":    "LEADERRUN_LEASE_DURATION",
+		"ping-url":          "LEADERRUN_PING_URL",
+		"ping-url-template": "LEADERRUN_PING_URL_TEMPLATE",
+		"metrics-file":      "LEADERRUN_METRICS_FILE",
+		"schedule":          "LEADERRUN_SCHEDULE",
+		"scheduled-events":  "LEADERRUN_SCHEDULED_EVENTS",
 	}); err != nil {
 		return err
 	}

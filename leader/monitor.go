@@ -51,13 +51,15 @@ func (m *runMonitor) started(l *lease.Lease) {
 	m.write(monitor.Run{Invocation: m.start, Start: m.start, Running: true})
 }
 
-// ended: COMMAND's run is over; code is what leaderrun exits with. The ping
-// goes out in the background: the stop and the release never wait for it.
-func (m *runMonitor) ended(l *lease.Lease, code int) {
+// ended: COMMAND's run is over; code is what leaderrun exits with, output
+// the end of what COMMAND wrote (nil: none kept), the end ping's body
+// after the summary line. The ping goes out in the background: the stop
+// and the release never wait for it.
+func (m *runMonitor) ended(l *lease.Lease, code int, output []byte) {
 	end := time.Now()
 	if m.pinger != nil {
 		m.pinger.Finish(code, fmt.Sprintf("holder=%s term=%d duration=%s exit=%d rid=%s\n",
-			l.Identity, l.Term, end.Sub(m.start).Round(time.Millisecond), code, m.pinger.RunID()))
+			l.Identity, l.Term, end.Sub(m.start).Round(time.Millisecond), code, m.pinger.RunID()), output)
 	}
 	m.write(monitor.Run{End: end, ExitCode: &code})
 }
