@@ -145,7 +145,8 @@ func TestMetricsFile(t *testing.T) {
 		}
 		return out
 	}
-	running := `grep -q '^leaderrun_running{lease="job"} 1$' "$LEADERRUN_METRICS_FILE"`
+	// The start is written beside the run: COMMAND gives it a few seconds.
+	running := `for i in $(seq 100); do grep -q '^leaderrun_running{lease="job"} 1$' "$LEADERRUN_METRICS_FILE" && exit 0; sleep 0.05; done; exit 1`
 	if code := run("--", "sh", "-c", running); code != 0 {
 		t.Fatalf("COMMAND did not find leaderrun_running 1 in the textfile (exit %d)", code)
 	}
