@@ -33,7 +33,7 @@ type runOptions struct {
 	run             leader.Options
 	killSignal      string
 	pingURL         string // --ping-url, env LEADERRUN_PING_URL
-	pingTemplate    string
+	pingTemplate    string // --ping-url-template, env LEADERRUN_PING_URL_TEMPLATE
 	shellCommand    string // -c STRING: sh -c STRING
 	oncePerHost     bool
 	scheduleSpec    string // schedule.go
@@ -80,9 +80,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 		fs.DurationVar(&r.Health.StartPeriod, "health-start-period", 0, "failed checks in this first period do not count")
 	})
 	inGroup(fs, groupMonitoring, func(fs *pflag.FlagSet) {
-		fs.StringVar(&o.pingURL, "ping-url", "", "ping the healthchecks.io-style `URL` when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings (the variable is preferred: the URL is a secret)")
-		fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a `URL` with {event} (start, success, fail), {code} and {rid}")
-		fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs, atomically, to the node_exporter textfile `PATH` (.prom)")
+		fs.StringVar(&o.pingURL, "ping-url", "", "ping the healthchecks.io-style `URL` when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings; https, or http to loopback only (the variable is preferred: the URL is a secret)")
+		fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a `URL` with {event} (start, success, fail) or {state} (run, complete, fail), {code} and {rid}; no start ping without {event} or {state}")
+		fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs, atomically, to the node_exporter textfile `PATH` (.prom); a link there is replaced, never followed")
 	})
 	inGroup(fs, groupStorage, func(fs *pflag.FlagSet) {
 		fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")

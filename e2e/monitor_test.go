@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +145,8 @@ func TestMetricsFile(t *testing.T) {
 		}
 		return out
 	}
-	running := `grep -q '^leaderrun_running{lease="job"} 1$' "$LEADERRUN_METRICS_FILE"`
+	// The start is written beside the run: COMMAND gives it a few seconds.
+	running := `for i in $(seq 100); do grep -q '^leaderrun_running{lease="job"} 1$' "$LEADERRUN_METRICS_FILE" && exit 0; sleep 0.05; done; exit 1`
 	if code := run("--", "sh", "-c", running); code != 0 {
 		t.Fatalf("COMMAND did not find leaderrun_running 1 in the textfile (exit %d)", code)
 	}
@@ -219,5 +221,112 @@ func TestPingNeverDelaysTheRelease(t *testing.T) {
 	}
 	if code := <-exited; code != 2 {
 		t.Errorf("exit %d, want COMMAND's 2", code)
+	}
+}
+
+// cronitorFake accepts only what Cronitor's telemetry API documents for a
+// job: GET, POST or HEAD on /p/KEY/MONITOR, state=run|complete|fail, an
+// optional series and message, nothing else. It records what it accepted
+// and what it refused.
+type cronitorFake struct {
+	mu       sync.Mutex
+	events   []string // state series
+	refusals []string
+}
+
+func (f *cronitorFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	refuse := func(why string) {
+		f.refusals = append(f.refusals, why)
+		http.Error(w, why, http.StatusBadRequest)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost && r.Method != http.MethodHead {
+		refuse("method " + r.Method)
+		return
+	}
+	if r.URL.Path != "/p/KEY/report" {
+		refuse("path " + r.URL.Path)
+		return
+	}
+	q := r.URL.Query()
+	for k, v := range q {
+		if (k != "state" && k != "series" && k != "message") || len(v) != 1 {
+			refuse("parameter " + k)
+			return
+		}
+	}
+	switch q.Get("state") {
+	case "run", "complete", "fail":
+	default:
+		refuse("state " + q.Get("state"))
+		return
+	}
+	f.events = append(f.events, q.Get("state")+" "+q.Get("series"))
+}
+
+func (f *cronitorFake) take() (events, refusals []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	events, refusals = f.events, f.refusals
+	f.events, f.refusals = nil, nil
+	return events, refusals
+}
+
+// The README's Cronitor recipe, as written there, against a fake that
+// speaks only Cronitor's telemetry API: a run, then its complete or fail,
+// paired by one series per run.
+func TestCronitorRecipe(t *testing.T) {
+	cs := connectionString(t)
+	bin := leaderrunBinary(t)
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`LEADERRUN_PING_URL_TEMPLATE=(https://cronitor\.link/\S+)`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no Cronitor recipe (LEADERRUN_PING_URL_TEMPLATE=https://cronitor.link/…)")
+	}
+	fake := &cronitorFake{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	template := strings.NewReplacer("https://cronitor.link", srv.URL, "<api-key>", "KEY").Replace(string(m[1]))
+	container := "cronitor-" + testenv.RandHex(6)
+	var series []string
+	for _, tc := range []struct {
+		command []string
+		code    int
+		end     string
+	}{{[]string{"true"}, 0, "complete"}, {[]string{"sh", "-c", "exit 3"}, 3, "fail"}} {
+		cmd := exec.Command(bin, append([]string{"-l", "report", "--container", container, "--"}, tc.command...)...)
+		cmd.Env = append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+cs, "LEADERRUN_PING_URL_TEMPLATE="+template)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code {
+			t.Fatalf("exit %d, want %d:\n%s", code, tc.code, stderr.String())
+		}
+		events, refusals := fake.take()
+		if len(refusals) > 0 {
+			t.Errorf("the fake refused %q", refusals)
+		}
+		if len(events) != 2 {
+			t.Fatalf("events %q, want a run and its %s", events, tc.end)
+		}
+		s := strings.TrimPrefix(events[0], "run ")
+		if s == events[0] || s == "" || events[1] != tc.end+" "+s {
+			t.Errorf("events %q, want run then %s, with one series", events, tc.end)
+		}
+		series = append(series, s)
+	}
+	if series[0] == series[1] {
+		t.Errorf("two runs share the series %s", series[0])
 	}
 }

@@ -271,7 +271,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	out := decideOutcome(hap)
-	h.mon.ended(h.l, out.code)
+	h.mon.ended(h.l, out.code, nil)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
 		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
 	}
