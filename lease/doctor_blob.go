@@ -299,7 +299,7 @@ func answerText(se *StorageError) string {
 	if se.StatusCode == 0 {
 		return strings.TrimPrefix(se.Error(), "lease: ")
 	}
-	s := se.status()
+	s := se.Status()
 	if se.Hint != "" {
 		s += " (" + se.Hint + ")"
 	}
@@ -312,7 +312,7 @@ func (d *doctor) refusal(se *StorageError, sasPerm string) string {
 	if !permissionRefused(se) {
 		return answerText(se)
 	}
-	what := se.status()
+	what := se.Status()
 	switch d.c.src.auth {
 	case authSAS:
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)
