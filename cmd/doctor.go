@@ -1,7 +1,7 @@
 package cmd
 
 // `leaderrun doctor`: every request a run makes, tried for real on a
-// scratch blob (lease.Doctor), as a table for a person or JSON for
+// scratch blob (doctor.Run), as a table for a person or JSON for
 // scripts, and an exit status that says whether a run would work: 0 all
 // ok, 1 warnings, 2 something a run needs is refused, 3 usage.
 
@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/leaderrun/leaderrun/doctor"
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/lease"
 )
@@ -32,12 +33,12 @@ const doctorTimeout = 2 * time.Minute
 
 type doctorOptions struct {
 	loc    locationOptions
-	cfg    lease.DoctorConfig // Client: filled by runDoctor
+	cfg    doctor.Config // Client: filled by runDoctor
 	output string
 }
 
 func newDoctorCmd(a *app) *cobra.Command {
-	o := &doctorOptions{cfg: lease.DoctorConfig{Duration: lease.DefaultDuration}}
+	o := &doctorOptions{cfg: doctor.Config{Duration: lease.DefaultDuration}}
 	c := &cobra.Command{
 		Use:   "doctor [-l NAME] [-o text|json]",
 		Short: "Try everything a run needs on this account, before the fleet relies on it",
@@ -105,7 +106,7 @@ func runDoctor(ctx context.Context, a *app, o *doctorOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
 	defer cancel()
 	o.cfg.Client = o.loc.clientConfig(o.loc.lease, a.log)
-	checks, err := lease.Doctor(ctx, o.cfg)
+	checks, err := doctor.Run(ctx, o.cfg)
 	if err != nil {
 		return doctorUsageError(err)
 	}
@@ -131,11 +132,11 @@ type doctorCheck struct {
 	Detail string `json:"detail"`
 }
 
-func doctorJSON(checks []lease.Check) doctorReport {
+func doctorJSON(checks []doctor.Check) doctorReport {
 	r := doctorReport{OK: true, Checks: []doctorCheck{}}
 	for _, c := range checks {
 		r.Checks = append(r.Checks, doctorCheck{Name: c.Name, Status: string(c.Status), Detail: c.Detail})
-		if c.Status == lease.CheckFailed {
+		if c.Status == doctor.CheckFailed {
 			r.OK = false
 		}
 	}
@@ -144,13 +145,13 @@ func doctorJSON(checks []lease.Check) doctorReport {
 
 // writeDoctorTable prints one row per check; a status other than ok in
 // capitals, so that it stands out.
-func writeDoctorTable(w io.Writer, checks []lease.Check) {
+func writeDoctorTable(w io.Writer, checks []doctor.Check) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 	for _, c := range checks {
 		status := string(c.Status)
-		if c.Status != lease.CheckOK {
+		if c.Status != doctor.CheckOK {
 			status = strings.ToUpper(status)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, status, c.Detail)
@@ -159,13 +160,13 @@ func writeDoctorTable(w io.Writer, checks []lease.Check) {
 
 // doctorExit decides doctor's exit status from its checks, with the one
 // line that says why when it is not 0.
-func doctorExit(checks []lease.Check) error {
+func doctorExit(checks []doctor.Check) error {
 	var failed, warned []string
 	for _, c := range checks {
 		switch c.Status {
-		case lease.CheckFailed:
+		case doctor.CheckFailed:
 			failed = append(failed, c.Name)
-		case lease.CheckWarning:
+		case doctor.CheckWarning:
 			warned = append(warned, c.Name)
 		}
 	}

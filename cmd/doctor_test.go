@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/doctor"
 )
 
 const testKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -58,7 +58,7 @@ func TestDoctorUnreachable(t *testing.T) {
 	}
 	found := false
 	for _, c := range rep.Checks {
-		if c.Name == lease.CheckEndpoint {
+		if c.Name == doctor.CheckEndpoint {
 			found = c.Status == "failed" && strings.Contains(c.Detail, "http://127.0.0.1:1/devstoreaccount1/leaderrun")
 		}
 	}
@@ -71,18 +71,18 @@ func TestDoctorUnreachable(t *testing.T) {
 }
 
 func TestDoctorExit(t *testing.T) {
-	ok := lease.Check{Name: "read", Status: lease.CheckOK, Detail: "allowed"}
-	warn := lease.Check{Name: "clock", Status: lease.CheckWarning, Detail: "3m0s behind"}
-	fail := lease.Check{Name: "create", Status: lease.CheckFailed, Detail: "refused"}
+	ok := doctor.Check{Name: "read", Status: doctor.CheckOK, Detail: "allowed"}
+	warn := doctor.Check{Name: "clock", Status: doctor.CheckWarning, Detail: "3m0s behind"}
+	fail := doctor.Check{Name: "create", Status: doctor.CheckFailed, Detail: "refused"}
 	tests := []struct {
-		checks []lease.Check
+		checks []doctor.Check
 		code   int
 		jsonOK bool
 		line   string
 	}{
-		{[]lease.Check{ok}, 0, true, ""},
-		{[]lease.Check{ok, warn}, 1, true, "with warnings: clock"},
-		{[]lease.Check{warn, fail, ok}, 2, false, "refused: create"},
+		{[]doctor.Check{ok}, 0, true, ""},
+		{[]doctor.Check{ok, warn}, 1, true, "with warnings: clock"},
+		{[]doctor.Check{warn, fail, ok}, 2, false, "refused: create"},
 	}
 	for _, tt := range tests {
 		err := doctorExit(tt.checks)
@@ -98,7 +98,7 @@ func TestDoctorExit(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	writeDoctorTable(&b, []lease.Check{ok, warn, fail})
+	writeDoctorTable(&b, []doctor.Check{ok, warn, fail})
 	want := "CHECK   STATUS   DETAIL\n" +
 		"read    ok       allowed\n" +
 		"clock   WARNING  3m0s behind\n" +

@@ -215,8 +215,13 @@ func (a *azBlob) createBlob(ctx context.Context) (answer, error) {
 }
 
 func (a *azBlob) createContainer(ctx context.Context) (answer, error) {
-	r, err := a.c.sdk.Create(ctx, nil)
-	return newAnswer(r.Date, r.ETag), a.c.fail("create container", err)
+	return a.c.createContainer(ctx)
+}
+
+// createContainer is Create Container, through the container's SDK client.
+func (c *Container) createContainer(ctx context.Context) (answer, error) {
+	r, err := c.sdk.Create(ctx, nil)
+	return newAnswer(r.Date, r.ETag), c.fail("create container", err)
 }
 
 func (a *azBlob) putBlob(ctx context.Context, md map[string]string) (answer, error) {
@@ -229,32 +234,38 @@ func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {
 	return newAnswer(r.Date, nil), a.c.fail("delete blob", err)
 }
 
-// accountInfo is what Get Account Information says.
-type accountInfo struct {
+// AccountInfo is what Get Account Information says of the account.
+type AccountInfo struct {
 	Kind, SKU string // "" if not said
 	HNS       bool   // hierarchical namespace (Data Lake Storage)
 }
 
-// containerInfo is what Get Container Properties says of the settings that
-// refuse writes.
-type containerInfo struct {
+// ContainerSettings is what Get Container Properties says of the
+// container's settings that refuse writes.
+type ContainerSettings struct {
 	ImmutabilityPolicy, LegalHold bool
 }
 
-func (a *azContainer) accountInfo(ctx context.Context) (accountInfo, error) {
+// The names containerAPI (list.go) gives them.
+type (
+	accountInfo   = AccountInfo
+	containerInfo = ContainerSettings
+)
+
+func (a *azContainer) accountInfo(ctx context.Context) (AccountInfo, error) {
 	r, err := a.container.GetAccountInfo(ctx, nil)
 	if err != nil {
-		return accountInfo{}, a.c.fail("get account information", err)
+		return AccountInfo{}, a.c.fail("get account information", err)
 	}
-	return accountInfo{Kind: string(deref(r.AccountKind)), SKU: string(deref(r.SKUName)), HNS: deref(r.IsHierarchicalNamespaceEnabled)}, nil
+	return AccountInfo{Kind: string(deref(r.AccountKind)), SKU: string(deref(r.SKUName)), HNS: deref(r.IsHierarchicalNamespaceEnabled)}, nil
 }
 
-func (a *azContainer) containerInfo(ctx context.Context) (containerInfo, error) {
+func (a *azContainer) containerInfo(ctx context.Context) (ContainerSettings, error) {
 	r, err := a.container.GetProperties(ctx, nil)
 	if err != nil {
-		return containerInfo{}, a.c.fail("get container properties", err)
+		return ContainerSettings{}, a.c.fail("get container properties", err)
 	}
-	return containerInfo{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
+	return ContainerSettings{ImmutabilityPolicy: deref(r.HasImmutabilityPolicy), LegalHold: deref(r.HasLegalHold)}, nil
 }
 
 // newAnswer reads a response's Date and ETag headers, as the SDK parsed them.

@@ -110,6 +110,11 @@ func PropertiesOf(state State, md map[string]string, date time.Time) *Properties
 // zero-length blob with hdi_isfolder=true.
 func isDirectory(md map[string]string) bool { return md["hdi_isfolder"] == "true" }
 
+// DirectoryError is the refusal of lease name when a blob named name/…
+// made it a directory of a hierarchical-namespace account (a read of it
+// says Properties.Directory): what acquiring it returns.
+func DirectoryError(name string) *ConfigError { return directoryError(name) }
+
 // directoryError refuses a lease name that a blob named NAME/… made a
 // directory of a hierarchical-namespace account.
 func directoryError(name string) *ConfigError {

@@ -151,6 +151,38 @@ func (c *Container) hint(se *StorageError) string {
 	return ""
 }
 
+// BlobMissing reports that the blob does not exist (404 BlobNotFound, or a
+// 404 without a code, as a read's answer has none).
+func (e *StorageError) BlobMissing() bool { return e.kind == kindBlobMissing }
+
+// ContainerMissing reports that the container does not exist (404
+// ContainerNotFound).
+func (e *StorageError) ContainerMissing() bool { return e.kind == kindContainerMissing }
+
+// AlreadyExists reports that what a request would create exists already
+// (409 BlobAlreadyExists or ContainerAlreadyExists).
+func (e *StorageError) AlreadyExists() bool { return e.kind == kindExists }
+
+// CredentialRefused reports that the credential was not accepted at all,
+// as opposed to short of a permission (LacksPermission): a bad key or
+// signature, shared-key access disabled, a token for another tenant, the
+// account's network rules (401 or 403), or no Microsoft Entra ID token.
+func (e *StorageError) CredentialRefused() bool {
+	return e.summary == noCredential ||
+		(e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden) && !e.LacksPermission()
+}
+
+// LacksPermission reports that the service accepted the credential and
+// refused it a permission (403 AuthorizationPermissionMismatch, …): a
+// role or a SAS permission is missing.
+func (e *StorageError) LacksPermission() bool {
+	return e.StatusCode == http.StatusForbidden && lacksPermission(e)
+}
+
+// VersionRefused reports that the service does not accept the API version
+// sent (Azure Stack Hub, older emulators).
+func (e *StorageError) VersionRefused() bool { return e.setting == settingVersion }
+
 // lacksPermission: the service says the credential lacks a permission.
 func lacksPermission(se *StorageError) bool {
 	switch bloberror.Code(se.Code) {
@@ -177,6 +209,23 @@ const (
 	immutableCause = "the service refuses every change to a blob already there, so leaderrun cannot record a term, a run's end or a resume"
 	immutableFix   = "use a container without one (--container)"
 )
+
+// WritesRefused names the settings of s that refuse every change to a blob
+// already there, with the cause and the fix ("a legal hold: the service
+// refuses …; use a container without one (--container)"); "" if none.
+func (s ContainerSettings) WritesRefused() string {
+	var what []string
+	if s.ImmutabilityPolicy {
+		what = append(what, "an immutability policy")
+	}
+	if s.LegalHold {
+		what = append(what, "a legal hold")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return strings.Join(what, " and ") + ": " + immutableCause + "; " + immutableFix
+}
 
 // setting is the account's or the container's setting a refusal comes from.
 type setting int
@@ -214,9 +263,9 @@ func (c *Container) accountHint(s setting, re *azcore.ResponseError) string {
 			"and AZURE_STORAGE_SAS_TOKEN, and grant this host's identity the 'Storage Blob Data Contributor' role on container " +
 			c.name + ") or a user delegation SAS"
 	case settingLegalHold:
-		return "container " + c.name + " has a legal hold: " + immutableCause + "; " + immutableFix
+		return "container " + c.name + " has " + ContainerSettings{LegalHold: true}.WritesRefused()
 	case settingImmutability:
-		return "container " + c.name + " has an immutability policy: " + immutableCause + "; " + immutableFix
+		return "container " + c.name + " has " + ContainerSettings{ImmutabilityPolicy: true}.WritesRefused()
 	case settingVersion:
 		v := "the API version this leaderrun sends"
 		if sent, _ := versionRefused(re); sent != "" {

@@ -57,6 +57,19 @@ type Config struct {
 // get the whole KillGrace. Valid after NewElector.
 func (cfg Config) StopBudget() time.Duration { return min(cfg.KillGrace, cfg.Duration/3) }
 
+// Check checks cfg as NewElector does (a *ConfigError if it cannot be
+// safe) and returns it with its defaults filled in: the timing a run with
+// these settings would keep, for a caller that has no lease to acquire.
+func (cfg Config) Check() (Config, error) { return cfg.withDefaults() }
+
+// RenewTiming is what a renewal has under the checked cfg: the window from
+// its scheduled send to the stop signal of a lost lease, and the bound of
+// one renew try, a third of the window kept within 1 s and 3 s (3.5 s and
+// 1.17 s at the default 15 s lease with a KillGrace of 5 s or more).
+func (cfg Config) RenewTiming() (window, try time.Duration) {
+	return renewTiming(cfg.Duration, cfg.StopBudget(), cfg.RenewInterval)
+}
+
 // withDefaults checks cfg and fills its defaults.
 func (cfg Config) withDefaults() (Config, error) {
 	cfg.Duration = cmp.Or(cfg.Duration, DefaultDuration)

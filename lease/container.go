@@ -158,6 +158,48 @@ func (c *Container) Blob(name string) (*Blob, error) {
 // BlobURL is the URL of a blob of the container, without any query string.
 func (c *Container) BlobURL(blob string) string { return c.url + "/" + escapeBlobName(blob) }
 
+// URL is the container's URL, without any query string, SAS or credential.
+func (c *Container) URL() string { return c.url }
+
+// CredentialKind is which of ClientConfig's credentials a client uses.
+type CredentialKind int
+
+const (
+	CredentialEntraID   CredentialKind = iota // Microsoft Entra ID (DefaultAzureCredential)
+	CredentialSharedKey                       // an account key, alone or in a connection string
+	CredentialSAS                             // a SAS token, alone or in a connection string
+)
+
+// Credential is the credential a client uses, as it may be shown: never
+// its secret.
+type Credential struct {
+	Kind    CredentialKind
+	Account string // the storage account; "" when only an endpoint names it
+	// FromConnectionString: it came from ClientConfig.ConnectionString.
+	FromConnectionString bool
+	// SAS is a SAS token's fields (sp, se, skoid, …) without its signature;
+	// nil without a SAS token, or if the token does not parse as a query.
+	SAS url.Values
+}
+
+// Credential is the credential the container's requests carry.
+func (c *Container) Credential() Credential {
+	cred := Credential{Account: c.src.account, FromConnectionString: c.src.fromConnString}
+	switch c.src.auth {
+	case authEntra:
+		cred.Kind = CredentialEntraID
+	case authSharedKey:
+		cred.Kind = CredentialSharedKey
+	case authSAS:
+		cred.Kind = CredentialSAS
+		if fields, err := url.ParseQuery(c.src.sas); err == nil {
+			fields.Del("sig")
+			cred.SAS = fields
+		}
+	}
+	return cred
+}
+
 type authMode int
 
 const (

@@ -167,7 +167,7 @@ const noCredential = "no credential"
 func (e *StorageError) Error() string {
 	what := cmp.Or(e.summary, "storage unreachable")
 	if e.StatusCode != 0 {
-		what = "storage answered " + e.status()
+		what = "storage answered " + e.Status()
 	}
 	s := "lease: " + e.Op + ": " + what
 	if e.Err != nil {
@@ -179,8 +179,10 @@ func (e *StorageError) Error() string {
 	return s
 }
 
-// status is the answer's status and error code, or status text if none.
-func (e *StorageError) status() string {
+// Status is the answer's HTTP status and Azure error code ("403
+// AuthorizationPermissionMismatch"), or its status text without a code;
+// it means nothing when no answer came (StatusCode 0).
+func (e *StorageError) Status() string {
 	return fmt.Sprintf("%d %s", e.StatusCode, cmp.Or(e.Code, http.StatusText(e.StatusCode)))
 }
 

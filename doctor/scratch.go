@@ -1,14 +1,12 @@
-package lease
+package doctor
 
-// doctor_blob.go: doctor's checks on the scratch blob (create, read, round
-// trip, lease, metadata, list, delete), of the clock and of the lease name,
-// and how it words a credential and a refusal.
+// scratch.go: the checks on the scratch blob (create, read, round trip,
+// lease, metadata, list, delete), of the clock and of the lease name, and
+// how doctor words a credential and a refusal.
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -16,29 +14,31 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/google/uuid"
+
+	"github.com/leaderrun/leaderrun/lease"
 )
 
 // create creates the scratch blob as a run creates a lease blob.
 func (d *doctor) create(ctx context.Context) bool {
-	_, r := send(ctx, d, "create blob", d.s.api.createBlob)
+	_, r := send(ctx, d, "create blob", onlyErr(d.s.Create))
 	if r.err != nil {
 		d.set(CheckCreate, CheckFailed, "refused: %s", d.refusal(r.err, "create (c) or write (w)"))
 		return false
 	}
-	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.name)
+	d.set(CheckCreate, CheckOK, "allowed: created %s", d.s.Name())
 	return true
 }
 
-// reads reads the scratch blob doctorReads times (read, round trip).
+// reads reads the scratch blob timedReads times (read, round trip).
 func (d *doctor) reads(ctx context.Context) {
 	var (
 		rtts    []time.Duration
-		refused *StorageError
+		refused *lease.StorageError
 	)
-	for range doctorReads {
-		_, r := send(ctx, d, "get properties", d.s.api.getProperties)
+	for range timedReads {
+		_, r := send(ctx, d, "get properties", onlyErr(d.s.Read))
 		switch {
-		case r.err == nil || r.err.kind == kindBlobMissing:
+		case r.err == nil || r.err.BlobMissing():
 			rtts = append(rtts, r.rtt)
 		case refused == nil:
 			refused = r.err
@@ -62,7 +62,7 @@ func (d *doctor) roundTrip(rtts []time.Duration) {
 		return
 	}
 	p50, p95 := percentile(rtts, 50), percentile(rtts, 95)
-	window, try := renewTiming(d.cfg.Duration, d.cfg.StopBudget(), d.cfg.RenewInterval)
+	window, try := d.cfg.RenewTiming()
 	detail := fmt.Sprintf("p50 %s, p95 %s of %d reads; at --lease-duration %s a renewal is sent every %s, each try cut at %s, "+
 		"with %s for retries before the stop signal and a %s stop budget: p95 is %.1f%% of a try",
 		roundDur(p50), roundDur(p95), len(rtts), d.cfg.Duration, d.cfg.RenewInterval, roundDur(try), roundDur(window),
@@ -101,24 +101,24 @@ func roundDur(d time.Duration) time.Duration {
 // (breaks it if the release is refused, so that the blob can be deleted).
 func (d *doctor) leaseAndMetadata(ctx context.Context) {
 	id := uuid.NewString()
-	acquired, r := send(ctx, d, "acquire", func(ctx context.Context) (answer, error) {
-		return d.s.api.acquireLease(ctx, id, int(d.cfg.Duration/time.Second))
+	etag, r := send(ctx, d, "acquire", func(ctx context.Context) (string, error) {
+		return d.s.AcquireLease(ctx, id, d.cfg.Duration)
 	})
 	if r.err != nil {
 		d.set(CheckLease, CheckFailed, "acquire refused: %s", d.refusal(r.err, "write (w)"))
 		d.set(CheckMetadata, CheckWarning, "not tried: the lease was refused")
 		return
 	}
-	_, renew := send(ctx, d, "renew", func(ctx context.Context) (answer, error) { return d.s.api.renewLease(ctx, id) })
-	_, md := send(ctx, d, "set metadata", func(ctx context.Context) (answer, error) {
-		return d.s.api.setMetadata(ctx, id, acquired.ETag, map[string]string{"doctor": "1"})
-	})
+	_, renew := send(ctx, d, "renew", onlyErr(func(ctx context.Context) error { return d.s.RenewLease(ctx, id) }))
+	_, md := send(ctx, d, "set metadata", onlyErr(func(ctx context.Context) error {
+		return d.s.SetMetadata(ctx, map[string]string{"doctor": "1"}, id, etag)
+	}))
 	if md.err != nil {
 		d.set(CheckMetadata, CheckFailed, "refused: %s", d.refusal(md.err, "write (w)"))
 	} else {
 		d.set(CheckMetadata, CheckOK, "allowed (with the lease ID and If-Match, as a claim writes)")
 	}
-	_, rel := send(ctx, d, "release", func(ctx context.Context) (answer, error) { return d.s.api.releaseLease(ctx, id) })
+	_, rel := send(ctx, d, "release", onlyErr(func(ctx context.Context) error { return d.s.ReleaseLease(ctx, id) }))
 	switch {
 	case renew.err != nil:
 		d.set(CheckLease, CheckFailed, "acquire allowed, renew refused: %s", d.refusal(renew.err, "write (w)"))
@@ -128,37 +128,34 @@ func (d *doctor) leaseAndMetadata(ctx context.Context) {
 		d.set(CheckLease, CheckOK, "acquire (%s), renew and release allowed", d.cfg.Duration)
 	}
 	if rel.err != nil {
-		send(ctx, d, "break", func(ctx context.Context) (answer, error) { return d.s.api.breakLease(ctx, 0) })
+		send(ctx, d, "break", func(ctx context.Context) (time.Duration, error) { return d.s.BreakLease(ctx, 0) })
 	}
 }
 
 // list lists the scratch blob's name, as the slot poll, list, status and
 // completion list the lease's.
 func (d *doctor) list(ctx context.Context, created bool) {
-	blobs, r := send(ctx, d, "list blobs", func(ctx context.Context) ([]listedBlob, error) {
-		blobs, _, err := d.c.api.listBlobs(ctx, d.s.name, false)
-		return blobs, err
-	})
-	found := slices.ContainsFunc(blobs, func(b listedBlob) bool { return b.Name == d.s.name })
+	names, r := send(ctx, d, "list blobs", func(ctx context.Context) ([]string, error) { return d.c.ListNames(ctx, d.s.Name()) })
+	found := slices.Contains(names, d.s.Name())
 	const who = "list, status's slots and pause, completion and runs with --slots above 1 need it"
 	switch {
 	case r.err != nil:
 		d.set(CheckList, CheckWarning, "refused: %s; %s", d.refusal(r.err, "list (l), in a container or account SAS"), who)
 	case created && !found:
-		d.set(CheckList, CheckWarning, "allowed, but the listing did not show %s", d.s.name)
+		d.set(CheckList, CheckWarning, "allowed, but the listing did not show %s", d.s.Name())
 	default:
 		d.set(CheckList, CheckOK, "allowed")
 	}
 }
 
 func (d *doctor) remove(ctx context.Context) {
-	_, r := send(ctx, d, "delete blob", d.s.api.deleteBlob)
-	if r.err != nil && r.err.kind != kindBlobMissing {
+	_, r := send(ctx, d, "delete blob", onlyErr(d.s.Delete))
+	if r.err != nil && !r.err.BlobMissing() {
 		d.set(CheckDelete, CheckWarning, "refused: %s; resume needs it, and the scratch blob %s is left behind: delete it with a credential that may",
 			d.refusal(r.err, "delete (d)"), d.s.URL())
 		return
 	}
-	d.set(CheckDelete, CheckOK, "allowed: %s deleted", d.s.name)
+	d.set(CheckDelete, CheckOK, "allowed: %s deleted", d.s.Name())
 }
 
 // clock compares this host's clock with the service's Date headers.
@@ -186,12 +183,12 @@ func (d *doctor) leaseName(ctx context.Context) {
 	if d.name == "" {
 		return
 	}
-	p, r := send(ctx, d, "get properties", d.lease.getProperties)
+	p, r := send(ctx, d, "get properties", d.lease.Properties)
 	switch {
 	case r.err != nil:
 		d.set(CheckLeaseName, CheckWarning, "%s: cannot read it: %s", d.name, answerText(r.err))
 	case p.Directory:
-		d.set(CheckLeaseName, CheckFailed, "%s", strings.TrimPrefix(directoryError(d.name).Error(), "lease: "))
+		d.set(CheckLeaseName, CheckFailed, "%s", strings.TrimPrefix(lease.DirectoryError(d.name).Error(), "lease: "))
 	case !p.Exists:
 		d.set(CheckLeaseName, CheckOK, "%s does not exist yet: the first run creates it", d.name)
 	default:
@@ -208,26 +205,26 @@ func (d *doctor) leaseName(ctx context.Context) {
 
 // credential names the credential in use and where it came from.
 func (d *doctor) credential() string {
-	src := d.c.src
-	from := map[authMode]string{authSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", authSAS: "AZURE_STORAGE_SAS_TOKEN"}[src.auth]
-	if src.fromConnString {
+	cred := d.cred
+	from := map[lease.CredentialKind]string{
+		lease.CredentialSharedKey: "AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY", lease.CredentialSAS: "AZURE_STORAGE_SAS_TOKEN",
+	}[cred.Kind]
+	if cred.FromConnectionString {
 		from = "AZURE_STORAGE_CONNECTION_STRING"
 	}
-	switch src.auth {
-	case authSharedKey:
-		return fmt.Sprintf("shared key of account %s, from %s", src.account, from)
-	case authSAS:
-		var parts []string // the token's fields, if it parses; never its signature
-		if sas, err := url.ParseQuery(src.sas); err == nil {
-			if sp := sas.Get("sp"); sp != "" {
-				parts = append(parts, "permissions "+sp)
-			}
-			if se := sas.Get("se"); se != "" {
-				parts = append(parts, "expires "+se)
-			}
-			if sas.Get("skoid") != "" {
-				parts = append(parts, "user delegation")
-			}
+	switch cred.Kind {
+	case lease.CredentialSharedKey:
+		return fmt.Sprintf("shared key of account %s, from %s", cred.Account, from)
+	case lease.CredentialSAS:
+		var parts []string // the token's fields, if it parses; it has no signature
+		if sp := cred.SAS.Get("sp"); sp != "" {
+			parts = append(parts, "permissions "+sp)
+		}
+		if se := cred.SAS.Get("se"); se != "" {
+			parts = append(parts, "expires "+se)
+		}
+		if cred.SAS.Get("skoid") != "" {
+			parts = append(parts, "user delegation")
 		}
 		desc := "SAS token from " + from
 		if len(parts) > 0 {
@@ -281,25 +278,13 @@ func (d *doctor) watchCredential() (stop func()) {
 	}
 }
 
-// authRefused: the credential was not accepted at all (a bad key or
-// signature, shared-key access disabled, a token for another tenant, the
-// account's network rules), not merely short of a permission.
-func authRefused(se *StorageError) bool {
-	return (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden) && !permissionRefused(se)
-}
-
-// permissionRefused: the credential was accepted and lacks a permission.
-func permissionRefused(se *StorageError) bool {
-	return se.StatusCode == http.StatusForbidden && lacksPermission(se)
-}
-
 // answerText is what the service answered, with the cause and the fix
 // when they are known; the sanitized failure when no answer came.
-func answerText(se *StorageError) string {
+func answerText(se *lease.StorageError) string {
 	if se.StatusCode == 0 {
 		return strings.TrimPrefix(se.Error(), "lease: ")
 	}
-	s := se.status()
+	s := se.Status()
 	if se.Hint != "" {
 		s += " (" + se.Hint + ")"
 	}
@@ -308,17 +293,17 @@ func answerText(se *StorageError) string {
 
 // refusal is a refused request's detail: the answer and, when the
 // credential lacks a permission, what grants it (sasPerm for a SAS).
-func (d *doctor) refusal(se *StorageError, sasPerm string) string {
-	if !permissionRefused(se) {
+func (d *doctor) refusal(se *lease.StorageError, sasPerm string) string {
+	if !se.LacksPermission() {
 		return answerText(se)
 	}
-	what := se.status()
-	switch d.c.src.auth {
-	case authSAS:
+	what := se.Status()
+	switch d.cred.Kind {
+	case lease.CredentialSAS:
 		return fmt.Sprintf("%s: the SAS token lacks the permission %s", what, sasPerm)
-	case authEntra:
+	case lease.CredentialEntraID:
 		return fmt.Sprintf("%s: grant this identity the 'Storage Blob Data Contributor' role on container %s (or on the account)",
-			what, d.c.name)
+			what, d.containerName)
 	}
 	return answerText(se)
 }

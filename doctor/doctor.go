@@ -1,16 +1,14 @@
-package lease
+package doctor
 
-// Doctor: `leaderrun doctor`'s checks. Each tries for real what a run will
-// need, on a scratch blob beside the lease (NAME~doctor-RANDOM, which
-// `list` does not show as a lease) that it deletes at the end, and says
-// what the service answered. Here: its run and the checks of the
-// credential, the endpoint, the API version, the account and the container.
+// doctor.go: the run and the checks of the credential, the endpoint, the
+// API version, the account and the container.
 
 import (
 	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/leaderrun/leaderrun/lease"
 )
 
 // CheckStatus is how a check went.
@@ -58,46 +58,48 @@ const (
 var checkOrder = []string{CheckCredential, CheckEndpoint, CheckVersion, CheckAccount, CheckContainer, CheckCreate,
 	CheckRead, CheckLease, CheckMetadata, CheckList, CheckDelete, CheckClock, CheckRoundTrip, CheckLeaseName}
 
-// DoctorConfig is what Doctor checks: the storage (Client.Blob is the lease
-// name, "" for none) and the timing a run would use.
-type DoctorConfig struct {
-	Client    ClientConfig
+// Config is what Run checks: the storage (Client.Blob is the lease name,
+// "" for none) and the timing a run would use.
+type Config struct {
+	Client    lease.ClientConfig
 	Duration  time.Duration // the lease duration; 0 means 15s
 	KillGrace time.Duration // the child's grace between the stop signal and SIGKILL
 }
 
 const (
-	doctorScratch = "doctor-"          // the scratch blob is NAME~doctor-RANDOM
-	doctorNoName  = "leaderrun-doctor" // NAME when none is given
-	doctorReads   = 10                 // reads timed for the round trip
+	scratchMarker = "doctor-"          // the scratch blob is NAME~doctor-RANDOM
+	noName        = "leaderrun-doctor" // NAME when none is given
+	timedReads    = 10                 // reads timed for the round trip
 	// skewWarn: a clock further off than this is not kept in time (the
 	// Date header has whole seconds).
 	skewWarn = 10 * time.Second
 )
 
-// Doctor reports, one Check each, what the service said to every request a
-// run makes. A configuration it cannot accept is a *ConfigError; whatever
-// the storage answers, or does not, is a Check. It leaves no blob behind
-// unless the delete is refused. With Microsoft Entra ID it listens to the
-// Azure SDK's process-wide log (watchCredential): do not run two at once.
-func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
-	lc, err := Config{Duration: cfg.Duration, KillGrace: cfg.KillGrace, Identity: doctorNoName}.withDefaults()
+// Run reports, one Check each, what the service said to every request a
+// run makes. A configuration it cannot accept is a *lease.ConfigError;
+// whatever the storage answers, or does not, is a Check. It leaves no blob
+// behind unless the delete is refused. With Microsoft Entra ID it listens
+// to the Azure SDK's process-wide log (watchCredential): do not run two at
+// once.
+func Run(ctx context.Context, cfg Config) ([]Check, error) {
+	lc, err := lease.Config{Duration: cfg.Duration, KillGrace: cfg.KillGrace, Identity: noName}.Check()
 	if err != nil {
 		return nil, err
 	}
 	name := cfg.Client.Blob
 	var (
-		c  *Container
-		lb *Blob
+		c  *lease.Container
+		lb *lease.Blob
 	)
 	if name != "" {
-		if lb, err = NewLeaseBlob(cfg.Client); err == nil {
-			c = lb.c
+		if lb, err = lease.NewLeaseBlob(cfg.Client); err == nil {
+			c = lb.Container()
 		}
 	} else {
-		c, err = NewContainer(cfg.Client)
+		c, err = lease.NewContainer(cfg.Client)
 	}
-	if se := asStorageError(err); se != nil {
+	var se *lease.StorageError
+	if errors.As(err, &se) {
 		// No Microsoft Entra ID credential could be made on this host.
 		return []Check{{Name: CheckCredential, Status: CheckFailed,
 			Detail: "Microsoft Entra ID through DefaultAzureCredential: " + answerText(se)}}, nil
@@ -107,12 +109,13 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	s, err := c.Blob(cmp.Or(name, doctorNoName) + MarkerSep + doctorScratch + hex.EncodeToString(b[:]))
+	s, err := c.Blob(cmp.Or(name, noName) + lease.MarkerSep + scratchMarker + hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
-	d := &doctor{c: c, lease: lb, s: s, name: name, cfg: lc, results: map[string]Check{}}
-	if c.src.auth == authEntra {
+	d := &doctor{c: c, cred: c.Credential(), containerName: cfg.Client.Container, lease: lb, s: s, name: name, cfg: lc,
+		results: map[string]Check{}}
+	if d.cred.Kind == lease.CredentialEntraID {
 		stop := d.watchCredential()
 		defer stop()
 	}
@@ -120,14 +123,16 @@ func Doctor(ctx context.Context, cfg DoctorConfig) ([]Check, error) {
 	return d.report(), nil
 }
 
-// doctor is one run of Doctor.
+// doctor is one Run.
 type doctor struct {
-	c       *Container
-	lease   *Blob  // the lease NAME; nil for none
-	s       *Blob  // the scratch blob
-	name    string // the lease name; "" for none
-	cfg     Config // the run's timing, defaults applied
-	results map[string]Check
+	c             *lease.Container
+	cred          lease.Credential // the credential c's requests carry
+	containerName string           // the container's name
+	lease         *lease.Blob      // the lease NAME; nil for none
+	s             *lease.Blob      // the scratch blob
+	name          string           // the lease name; "" for none
+	cfg           lease.Config     // the run's timing, defaults applied
+	results       map[string]Check
 
 	mu        sync.Mutex
 	entraWith string // the credential DefaultAzureCredential used, from its log
@@ -135,7 +140,7 @@ type doctor struct {
 	skews   []time.Duration // the service's Date minus this host's clock, per answer
 	version string          // the API version sent
 
-	containerUnread *StorageError // the refusal of the container's properties
+	containerUnread *lease.StorageError // the refusal of the container's properties
 }
 
 func (d *doctor) set(name string, status CheckStatus, format string, args ...any) {
@@ -155,20 +160,19 @@ func (d *doctor) report() []Check {
 // reply is one request's outcome.
 type reply struct {
 	rtt time.Duration
-	err *StorageError // nil if it succeeded
+	err *lease.StorageError // nil if it succeeded
 }
 
-// send sends one of d's requests, bounded by requestTimeout, and notes the
-// clock and the API version of its answer. op names it in errors.
+// send sends one of d's requests (each of lease's is bounded by its own
+// timeout) and notes the clock and the API version of its answer. op names
+// it in an error that lease did not make: the end of ctx.
 func send[T any](ctx context.Context, d *doctor, op string, f func(context.Context) (T, error)) (T, reply) {
 	var raw *http.Response
-	rctx, cancel := context.WithTimeout(policy.WithCaptureResponse(ctx, &raw), requestTimeout)
-	defer cancel()
 	sent := time.Now()
-	v, err := f(rctx)
+	v, err := f(policy.WithCaptureResponse(ctx, &raw))
 	r := reply{rtt: time.Since(sent)}
-	if err != nil {
-		r.err = d.c.mapError(op, err)
+	if err != nil && !errors.As(err, &r.err) {
+		r.err = &lease.StorageError{Op: op, Err: err} // no answer came
 	}
 	if raw != nil && raw.Request != nil && d.version == "" {
 		d.version = headerValue(raw.Request.Header, headerVersion)
@@ -179,6 +183,40 @@ func send[T any](ctx context.Context, d *doctor, op string, f func(context.Conte
 		d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
 	}
 	return v, r
+}
+
+// onlyErr adapts a request that returns only an error to send.
+func onlyErr(f func(context.Context) error) func(context.Context) (struct{}, error) {
+	return func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) }
+}
+
+// headerVersion is the request header that carries the API version.
+const headerVersion = "x-ms-version"
+
+// headerValue is h's value for name in any case: the SDK sets its x-ms-*
+// request headers in lowercase, past http.Header's canonical form.
+func headerValue(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
+}
+
+// answerDate is a raw answer's Date header; zero if absent or malformed.
+func answerDate(resp *http.Response) time.Time {
+	if resp == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func (d *doctor) run(ctx context.Context) {
@@ -223,38 +261,38 @@ func (d *doctor) notTried(why string, checks ...string) {
 // probe reads the scratch blob, not made yet: the answer says whether the
 // credential and the API version are accepted. It reports whether to go on.
 func (d *doctor) probe(ctx context.Context) bool {
-	_, r := send(ctx, d, "get properties", d.s.api.getProperties)
+	_, r := send(ctx, d, "get properties", onlyErr(d.s.Read))
 	se := r.err
 	switch {
-	case se == nil || se.kind == kindBlobMissing || se.kind == kindContainerMissing:
-	case se.setting == settingVersion:
+	case se == nil || se.BlobMissing() || se.ContainerMissing():
+	case se.VersionRefused():
 		d.set(CheckCredential, CheckWarning, "%s: not checked (the service refused the API version first)", d.credential())
 		d.set(CheckVersion, CheckFailed, "refused: %s", answerText(se))
 		return false
-	case se.summary == noCredential || authRefused(se):
+	case se.CredentialRefused():
 		d.set(CheckCredential, CheckFailed, "%s: refused: %s", d.credential(), answerText(se))
 		d.clock()
 		return false
 	case se.StatusCode == 0: // no answer
 		d.set(CheckCredential, CheckWarning, "%s: not checked (no answer)", d.credential())
-		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.c.url, answerText(se))
+		d.set(CheckEndpoint, CheckFailed, "%s: %s", d.c.URL(), answerText(se))
 		return false
-	case permissionRefused(se):
+	case se.LacksPermission():
 		d.set(CheckRead, CheckFailed, "refused: %s", d.refusal(se, "read (r)"))
 	default:
 		d.set(CheckCredential, CheckWarning, "%s: not checked (unexpected answer)", d.credential())
-		d.set(CheckEndpoint, CheckFailed, "%s answered %s", d.c.url, answerText(se))
+		d.set(CheckEndpoint, CheckFailed, "%s answered %s", d.c.URL(), answerText(se))
 		return false
 	}
 	d.set(CheckCredential, CheckOK, "%s: accepted", d.credential())
-	d.set(CheckEndpoint, CheckOK, "%s", d.c.url)
+	d.set(CheckEndpoint, CheckOK, "%s", d.c.URL())
 	d.set(CheckVersion, CheckOK, "%s accepted (the Blob service API version this leaderrun sends)", cmp.Or(d.version, "the SDK's"))
 	return true
 }
 
 // account reads Get Account Information: kind, SKU, hierarchical namespace.
 func (d *doctor) account(ctx context.Context) {
-	ai, r := send(ctx, d, "get account information", d.c.api.accountInfo)
+	ai, r := send(ctx, d, "get account information", d.c.AccountInfo)
 	if r.err != nil {
 		d.set(CheckAccount, CheckWarning, "not known: Get Account Information answered %s (runs do not need it)", answerText(r.err))
 		return
@@ -281,32 +319,25 @@ func nonEmpty(ss ...string) []string {
 // container as a run would. It reports whether to go on, and whether a
 // scratch blob could be deleted again (writable).
 func (d *doctor) container(ctx context.Context) (usable, writable bool) {
-	ci, r := send(ctx, d, "get container properties", d.c.api.containerInfo)
+	ci, r := send(ctx, d, "get container properties", d.c.Settings)
 	switch {
-	case r.err != nil && r.err.kind == kindContainerMissing:
-		_, c := send(ctx, d, "create container", d.s.api.createContainer)
-		if c.err != nil && c.err.kind != kindExists {
+	case r.err != nil && r.err.ContainerMissing():
+		_, c := send(ctx, d, "create container", onlyErr(d.c.Create))
+		if c.err != nil && !c.err.AlreadyExists() {
 			d.set(CheckContainer, CheckFailed, "%s does not exist, and creating it was refused: %s",
-				d.c.name, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
+				d.containerName, d.refusal(c.err, "create (c) on containers, in an account SAS (srt=c)"))
 			return false, false
 		}
-		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.c.name)
+		d.set(CheckContainer, CheckOK, "%s did not exist: created, as the first run would have", d.containerName)
 	case r.err != nil:
 		d.set(CheckContainer, CheckWarning, "cannot tell whether %s has an immutability policy or a legal hold: %s",
-			d.c.name, answerText(r.err))
+			d.containerName, answerText(r.err))
 		d.containerUnread = r.err
-	case ci.LegalHold || ci.ImmutabilityPolicy:
-		var what []string
-		if ci.ImmutabilityPolicy {
-			what = append(what, "an immutability policy")
-		}
-		if ci.LegalHold {
-			what = append(what, "a legal hold")
-		}
-		d.set(CheckContainer, CheckFailed, "%s has %s: %s; %s", d.c.name, strings.Join(what, " and "), immutableCause, immutableFix)
+	case ci.WritesRefused() != "":
+		d.set(CheckContainer, CheckFailed, "%s has %s", d.containerName, ci.WritesRefused())
 		return true, false
 	default:
-		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.c.name)
+		d.set(CheckContainer, CheckOK, "%s: no immutability policy, no legal hold", d.containerName)
 	}
 	return true, true
 }
@@ -319,5 +350,5 @@ func (d *doctor) containerWritten() {
 		return
 	}
 	d.set(CheckContainer, CheckOK, "%s: no immutability policy or legal hold stops a write (the scratch blob's metadata and delete went through; "+
-		"its properties were not readable: %s)", d.c.name, answerText(d.containerUnread))
+		"its properties were not readable: %s)", d.containerName, answerText(d.containerUnread))
 }

@@ -1,4 +1,4 @@
-package lease
+package doctor
 
 import (
 	"context"
@@ -6,7 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leaderrun/leaderrun/lease"
 )
+
+// devKey is the Azurite emulator's well-known account key (public,
+// documented by Microsoft).
+const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 func TestPercentile(t *testing.T) {
 	ms := func(ns ...int) []time.Duration {
@@ -35,30 +41,33 @@ func TestPercentile(t *testing.T) {
 }
 
 // The credential is named with where it came from, never with a secret.
-func TestDoctorCredential(t *testing.T) {
+func TestCredential(t *testing.T) {
 	const sig = "c2lnbmF0dXJlLW9mLWEtc2Fz"
 	tests := []struct {
 		name string
-		cfg  ClientConfig
+		cfg  lease.ClientConfig
 		want string
 	}{
-		{"connection string", ClientConfig{ConnectionString: "AccountName=acct;AccountKey=" + devKey},
+		{"connection string", lease.ClientConfig{ConnectionString: "AccountName=acct;AccountKey=" + devKey},
 			"shared key of account acct, from AZURE_STORAGE_CONNECTION_STRING"},
-		{"key", ClientConfig{Account: "acct", AccountKey: devKey},
+		{"key", lease.ClientConfig{Account: "acct", AccountKey: devKey},
 			"shared key of account acct, from AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY"},
-		{"SAS", ClientConfig{Account: "acct", SASToken: "?sv=2022-11-02&sp=racw&se=2030-01-01T00%3A00%3A00Z&sr=c&sig=" + sig},
+		{"SAS", lease.ClientConfig{Account: "acct", SASToken: "?sv=2022-11-02&sp=racw&se=2030-01-01T00%3A00%3A00Z&sr=c&sig=" + sig},
 			"SAS token from AZURE_STORAGE_SAS_TOKEN (permissions racw, expires 2030-01-01T00:00:00Z)"},
-		{"user delegation SAS in a connection string", ClientConfig{ConnectionString: "BlobEndpoint=https://acct.blob.core.windows.net;SharedAccessSignature=sp=r&skoid=x&sig=" + sig},
+		{"user delegation SAS in a connection string", lease.ClientConfig{ConnectionString: "BlobEndpoint=https://acct.blob.core.windows.net;SharedAccessSignature=sp=r&skoid=x&sig=" + sig},
 			"SAS token from AZURE_STORAGE_CONNECTION_STRING (permissions r, user delegation)"},
-		{"Entra ID", ClientConfig{Account: "acct"}, "Microsoft Entra ID through DefaultAzureCredential"},
+		{"SAS that does not parse", lease.ClientConfig{Account: "acct", SASToken: "sp=r;sig=" + sig},
+			"SAS token from AZURE_STORAGE_SAS_TOKEN"},
+		{"Entra ID", lease.ClientConfig{Account: "acct"}, "Microsoft Entra ID through DefaultAzureCredential"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, err := pickCredentials(tt.cfg)
+			tt.cfg.Container = "c-1"
+			c, err := lease.NewContainer(tt.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := &doctor{c: &Container{src: src}}
+			d := &doctor{cred: c.Credential()}
 			got := d.credential()
 			if got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
@@ -68,22 +77,22 @@ func TestDoctorCredential(t *testing.T) {
 			}
 		})
 	}
-	d := &doctor{c: &Container{src: credentialSource{auth: authEntra}}, entraWith: "ManagedIdentityCredential"}
+	d := &doctor{cred: lease.Credential{Kind: lease.CredentialEntraID}, entraWith: "ManagedIdentityCredential"}
 	if got, want := d.credential(), "Microsoft Entra ID through DefaultAzureCredential: managed identity (ManagedIdentityCredential)"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 
 // The round trip is judged against what a renewal has at the run's lease
-// duration: each try is cut at renewTry.
-func TestDoctorRoundTrip(t *testing.T) {
-	cfg, err := Config{Duration: 15 * time.Second, KillGrace: 10 * time.Second, Identity: "x"}.withDefaults()
+// duration: each try is cut at the renew try's bound.
+func TestRoundTrip(t *testing.T) {
+	cfg, err := lease.Config{Duration: 15 * time.Second, KillGrace: 10 * time.Second, Identity: "x"}.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
-	window, try := renewTiming(cfg.Duration, cfg.StopBudget(), cfg.RenewInterval)
+	window, try := cfg.RenewTiming()
 	if window != 3500*time.Millisecond || try.Round(10*time.Millisecond) != 1170*time.Millisecond {
-		t.Fatalf("renewTiming at 15s = %s, %s; want 3.5s and 1.17s", window, try)
+		t.Fatalf("RenewTiming at 15s = %s, %s; want 3.5s and 1.17s", window, try)
 	}
 	for _, tt := range []struct {
 		rtt  time.Duration
@@ -102,7 +111,7 @@ func TestDoctorRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDoctorClock(t *testing.T) {
+func TestClock(t *testing.T) {
 	for _, tt := range []struct {
 		skews []time.Duration
 		want  CheckStatus
@@ -120,16 +129,17 @@ func TestDoctorClock(t *testing.T) {
 	}
 }
 
-// Doctor refuses what a run would refuse before any request.
-func TestDoctorConfig(t *testing.T) {
-	for _, cfg := range []DoctorConfig{
-		{Client: ClientConfig{Account: "acct", AccountKey: devKey, Container: "c-1", Blob: "x"}, Duration: 5 * time.Second},
-		{Client: ClientConfig{Account: "acct", AccountKey: devKey, Container: "C", Blob: "x"}},
-		{Client: ClientConfig{Account: "acct", AccountKey: devKey, Container: "c-1", Blob: "a~b"}},
-		{Client: ClientConfig{AccountKey: devKey, Container: "c-1"}},
+// Run refuses what a run would refuse before any request.
+func TestConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Client: lease.ClientConfig{Account: "acct", AccountKey: devKey, Container: "c-1", Blob: "x"}, Duration: 5 * time.Second},
+		{Client: lease.ClientConfig{Account: "acct", AccountKey: devKey, Container: "c-1", Blob: "x"}, KillGrace: -time.Second},
+		{Client: lease.ClientConfig{Account: "acct", AccountKey: devKey, Container: "C", Blob: "x"}},
+		{Client: lease.ClientConfig{Account: "acct", AccountKey: devKey, Container: "c-1", Blob: "a~b"}},
+		{Client: lease.ClientConfig{AccountKey: devKey, Container: "c-1"}},
 	} {
-		_, err := Doctor(context.Background(), cfg)
-		var ce *ConfigError
+		_, err := Run(context.Background(), cfg)
+		var ce *lease.ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("%+v: %v, want a ConfigError", cfg, err)
 		}
