@@ -28,7 +28,7 @@ type heldRun struct {
 	l *lease.Lease
 
 	env        []string
-	proc       *runner.Process
+	proc       Process
 	stopHealth context.CancelFunc
 
 	happened // while COMMAND ran: lost, unhealthy, steppedDown, each set at most once
@@ -81,17 +81,39 @@ func (h *heldRun) start(ctx context.Context) error {
 	if !l.Occurrence.IsZero() {
 		h.env = append(h.env, "LEADERRUN_OCCURRENCE="+l.Occurrence.UTC().Format(time.RFC3339))
 	}
+	// COMMAND never starts on a lease lost or about to be: leaderrun may
+	// have been stopped or starved since the acquire handed it over.
+	select {
+	case <-l.Lost():
+		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%v)", l.Name, l.LostErr().Reason))
+	default:
+		if !time.Now().Before(l.StopAt()) {
+			return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (no renewal succeeded before the stop deadline)", l.Name))
+		}
+	}
 	p, err := h.hs.start(h.env, l.KillBy())
 	if err != nil {
-		// Looked up before acquiring: the command changed since.
-		code := execCode(err)
-		h.recordEnd(ctx, code)
-		return exit.With(code, err)
+		// Looked up before acquiring: the command changed since, or its
+		// guard could not start.
+		return h.unused(execCode(err), err)
 	}
 	h.proc = p
 	h.log.Debug("command started", "pid", p.Pid(), "command", h.o.Argv[0])
 	h.mon.started(l)
 	return nil
+}
+
+// unused ends a run whose COMMAND never started (its lease lost first, or
+// COMMAND could not be started): nothing ran, so the claim is taken back
+// (a warning if the lease no longer allows it: lease.ReleaseUnused) and
+// the lease given up; another host runs it. leaderrun exits code.
+func (h *heldRun) unused(code int, why error) error {
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := h.l.ReleaseUnused(rctx); err != nil { // the release deferred by run then does nothing
+		h.log.Warn("could not release the lease; it expires by itself", "error", err, "within", h.l.Duration)
+	}
+	return exit.With(code, fmt.Errorf("%w; nothing ran", why))
 }
 
 // watch starts the health check, which reports a failure and closes its
@@ -160,10 +182,25 @@ func (h *heldRun) watchEvents(ctx context.Context, out chan<- imds.Event) {
 
 // loop handles what happens until COMMAND has exited: outside signals are
 // forwarded, renewals move the guard's kill deadline, and a lost lease, a
-// failed health check or a scheduled event for this VM stops COMMAND.
+// failed health check or a scheduled event for this VM stops COMMAND. What
+// happened at once (while leaderrun could not look: stopped, starved) is
+// taken in a fixed order, COMMAND's end first, then a lost lease: a run
+// repeats the same way (the simulator replays it).
 func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 	lost := h.l.Lost()
 	for {
+		select {
+		case <-h.proc.Done():
+			return
+		default:
+		}
+		select {
+		case <-lost:
+			lost = nil
+			h.stopLost()
+			continue
+		default:
+		}
 		select {
 		case s := <-h.sigs:
 			h.log.Info("forwarding signal to the command", "signal", s)

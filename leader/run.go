@@ -59,6 +59,12 @@ type Options struct {
 
 	Pinger      *monitor.Pinger // nil: no pings
 	MetricsFile string          // "": no metrics file
+
+	// Launcher starts COMMAND; nil: real processes (runner). Signals are
+	// the signals from outside; nil: this process's own. A simulation of
+	// the whole flow sets both.
+	Launcher Launcher
+	Signals  <-chan os.Signal
 }
 
 // invocation is what the wait (wait.go) and the held run (held.go) share.
@@ -84,15 +90,22 @@ func Run(ctx context.Context, o Options) error {
 		log = hclog.NewNullLogger()
 		o.Lease.Logger = log
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, outsideSignals...)
-	defer signal.Stop(sigs)
+	sigs := o.Signals
+	if sigs == nil {
+		own := make(chan os.Signal, 8)
+		signal.Notify(own, outsideSignals...)
+		defer signal.Stop(own)
+		sigs = own
+	}
+	if o.Launcher == nil {
+		o.Launcher = processes{}
+	}
 
 	elector, err := lease.NewElector(o.Client, o.Lease)
 	if err != nil {
 		return StorageExit(err)
 	}
-	if err := runner.Lookup(o.Argv[0]); err != nil {
+	if err := o.Launcher.Lookup(o.Argv[0]); err != nil {
 		return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.Client.Name()))
 	}
 	mon := newRunMonitor(log, &o)
@@ -106,7 +119,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stopEvents()
 
-	hs := &headStart{log: log, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.Lease.KillGrace, Logger: log}}
+	hs := &headStart{log: log, launcher: o.Launcher, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.Lease.KillGrace, Logger: log}}
 	defer hs.discard()
 	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
 	l, err := inv.forLease(ctx)

@@ -58,6 +58,9 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	// that a fleet whose clocks start it in the same second spreads out.
 	if o.Splay > 0 {
 		wait := rand.N(o.Splay)
+		if o.Lease.Rand != nil { // a test's seed: drawn before the lease draws from it
+			wait = time.Duration(rand.New(o.Lease.Rand).Int64N(int64(o.Splay)))
+		}
 		log.Debug("splay: waiting before the first request", "wait", wait)
 		select {
 		case <-time.After(wait):
@@ -163,8 +166,9 @@ func heldText(held *lease.HeldError, self string) string {
 // lease begins, and when leaderrun ends without running COMMAND.
 type headStart struct {
 	log      hclog.Logger
+	launcher Launcher
 	cfg      runner.Config
-	prepared *runner.Prepared
+	prepared Prepared
 	failed   bool // Prepare failed: start from scratch, which reports why
 }
 
@@ -172,7 +176,7 @@ func (h *headStart) prepare() {
 	if h.prepared != nil || h.failed {
 		return
 	}
-	p, err := runner.Prepare(h.cfg)
+	p, err := h.launcher.Prepare(h.cfg)
 	if err != nil {
 		// COMMAND was looked up before: removed since, or the guard could
 		// not start. start tries again and reports it with the run recorded.
@@ -190,31 +194,38 @@ func (h *headStart) discard() {
 	}
 }
 
-// start starts COMMAND with env and the kill deadline already in force: in
-// the prepared guard if there is one and it works, otherwise in a new one.
-func (h *headStart) start(env []string, killBy time.Time) (*runner.Process, error) {
+// start starts COMMAND with env and the kill deadline already in force from
+// its first instant: in the prepared guard if there is one and it works,
+// otherwise in a new one, prepared the same way (the deadline before the
+// go-ahead, never after the start).
+func (h *headStart) start(env []string, killBy time.Time) (Process, error) {
 	if p := h.prepared; p != nil {
 		h.prepared = nil
-		err := p.SetKillDeadline(killBy)
+		proc, err := launch(p, env, killBy)
 		if err == nil {
-			var proc *runner.Process
-			if proc, err = p.Launch(env); err == nil {
-				return proc, nil
-			}
+			return proc, nil
 		}
-		p.Discard()
 		h.log.Warn("the command's prepared guard failed; starting it anew", "error", err)
 	}
-	cfg := h.cfg
-	cfg.Env = env
-	proc, err := runner.Start(cfg)
+	p, err := h.launcher.Prepare(h.cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := proc.SetKillDeadline(killBy); err != nil {
-		h.log.Warn("could not hand the kill deadline to the guard", "error", err)
+	return launch(p, env, killBy)
+}
+
+// launch hands p its kill deadline, then the go-ahead; p is discarded if
+// either fails, so that COMMAND never runs without the deadline.
+func launch(p Prepared, env []string, killBy time.Time) (Process, error) {
+	err := p.SetKillDeadline(killBy)
+	if err == nil {
+		var proc Process
+		if proc, err = p.Launch(env); err == nil {
+			return proc, nil
+		}
 	}
-	return proc, nil
+	p.Discard()
+	return nil, err
 }
 
 // leaseSchedule is the schedule as the lease asks it (lease.Schedule).

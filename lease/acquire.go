@@ -7,7 +7,9 @@ package lease
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -28,7 +30,15 @@ type attempt struct {
 	// claimSent: a claim went out with no answer saying it failed, so the
 	// blob may record our run: finding the lease held, read whose claim it is
 	// before giving up (settle): another that finds ours skips; only we run it.
-	claimSent    bool
+	claimSent bool
+	claimBase map[string]string // the metadata our latest claim was made from (Lease.ReleaseUnused puts it back)
+	claimTerm int64             // the term our latest claim wrote
+	held      *Lease            // claimed but not handed over yet (the renewal before it failed)
+	// With several slots: the attempt on each slot tried (slotAttempt),
+	// and for such a one, the attempt it belongs to and its slot.
+	slots        map[int]*attempt
+	parent       *attempt
+	slot         int
 	ownHeldSince time.Time // when a read first found another holding our claim (heldWait)
 
 	reqStart     time.Time   // when the latest request was sent
@@ -120,9 +130,6 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	}
 	l, err := a.try(ctx, pr)
 	if err == nil {
-		if err := a.doneAfter(ctx, l); err != nil { // slots.go
-			return nil, stepRead, err
-		}
 		return l, stepRead, nil
 	}
 	next, err := a.settle(ctx, err)
@@ -173,6 +180,9 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	a.termSeen = max(a.termSeen, p.Term)
 	if p.Exists {
 		a.goneAt = time.Time{}
+	}
+	if !a.ownClaim(p) {
+		a.claimOverwritten(p)
 	}
 	if err := a.pollCheck(p); err != nil {
 		return poll{}, stepRead, err // --once, or another --slots recorded (slots.go)
@@ -242,30 +252,49 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	rtt := time.Since(sent)
 	if pr == nil {
 		pr = a.readAlong(ctx)
-		reason, err := a.readPause(ctx)
-		if err == nil && a.paused(reason) {
-			err = errPausedNow
-		}
-		if err != nil {
-			pr.abandon()
-			a.cleanup(ctx)
-			return nil, err
+		// A claim of ours that may stand was decided before any pause
+		// read now: it is finished (adopted, or made), not given up.
+		if !a.claimSent {
+			reason, err := a.readPause(ctx)
+			if err == nil && a.paused(reason) {
+				err = errPausedNow
+			}
+			if err != nil {
+				pr.abandon()
+				a.cleanup(ctx)
+				return nil, err
+			}
 		}
 	}
 	defer pr.abandon()
-	l := newLease(b, cfg, a.leaseID, sent, ans.Date)
+	l := newLease(b, cfg, a.e.dice, a.leaseID, sent, ans.Date)
+	if a.parent != nil {
+		l.Name, l.Slot = a.parent.b.name, a.slot
+	}
 	if err := a.claim(ctx, l, reusable(pr, ans, rtt)); err != nil {
 		if se := asStorageError(err); se == nil || !se.Transient() {
 			a.cleanup(ctx)
 		}
 		return nil, err
 	}
+	a.held = l // claimed: until handed over, cleanup takes the claim back
+	if ctx.Err() != nil {
+		// Asked to stop as the claim landed: Acquire takes it back.
+		a.unsure, a.held = false, nil
+		return l, nil
+	}
+	if err := a.doneAfter(ctx, l); err != nil { // slots.go: l released if so
+		a.unsure, a.held = false, nil
+		return nil, err
+	}
+	// The last check before the lease is handed over, after every request
+	// of the acquire: COMMAND never starts on a lease about to be lost.
 	if time.Until(l.stopAt()) < l.renewTry() {
 		if err := a.refresh(ctx, l); err != nil {
 			return nil, err
 		}
 	}
-	a.unsure = false
+	a.unsure, a.held = false, nil
 	a.e.log.Debug("acquired lease", "url", b.url, "term", l.Term, "identity", cfg.Identity)
 	return l, nil
 }
@@ -295,6 +324,18 @@ func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 // unseen (unsure) or got but will not hand over. If that fails, unsure
 // stays, and the cleanup at the end of Acquire tries again.
 func (a *attempt) cleanup(ctx context.Context) {
+	for _, i := range slices.Sorted(maps.Keys(a.slots)) { // in order: a run repeats
+		a.slots[i].cleanup(ctx)
+	}
+	if l := a.held; l != nil {
+		// A claim made, not handed over (the renewal before the handover
+		// failed): taken back, or one warning that it could not be.
+		a.held, a.unsure = nil, false
+		if err := l.ReleaseUnused(ctx); err != nil {
+			a.e.log.Debug("release after a claim not handed over failed", "error", err)
+		}
+		return
+	}
 	if !a.unsure {
 		return
 	}

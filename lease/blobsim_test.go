@@ -14,25 +14,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
 	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
 )
 
 // blobsimContainer is the container "leases" of svc, every request sent
-// through svc's Transport for client: the clients NewContainer builds,
-// with the transport swapped before any blob's client is made.
+// through svc's Transport for client.
 func blobsimContainer(t *testing.T, svc *blobsim.Service, client string) *Container {
 	t.Helper()
-	c, err := NewContainer(ClientConfig{ConnectionString: blobsim.ConnectionString, Container: "leases"})
+	c, err := NewContainer(ClientConfig{ConnectionString: blobsim.ConnectionString, Container: "leases", Transport: svc.Transport(client)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.opts.Transport = svc.Transport(client)
-	if c.sdk, err = container.NewClientWithSharedKeyCredential(c.url, c.key, &container.ClientOptions{ClientOptions: c.opts}); err != nil {
-		t.Fatal(err)
-	}
-	c.api = &azContainer{c: c, container: c.sdk}
 	return c
 }
 

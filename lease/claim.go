@@ -11,6 +11,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -32,8 +33,16 @@ import (
 // claim's service time (lastrunstart, the once-per decision) is the later of
 // the read's Date and the acquire's: a reused poll read may be older than
 // the acquire, and must not date the run.
+//
+// A claim once sent is seen through whatever ctx does: a stop request that
+// cancels ctx while a claim is in flight (or its lost answer is read back)
+// must not leave a run recorded that nobody starts. Its requests are bounded
+// by the claim's own deadline, not by ctx; with ctx ended no new claim is
+// sent, and one of ours that landed is adopted for the caller to take back
+// (Lease.ReleaseUnused), so that no window or occurrence is spent for
+// nothing.
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
-	rctx, cancel := context.WithDeadline(ctx, minTime(time.Now().Add(requestTimeout), l.stopAt()))
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
 	p, ifMatch := reused, ""
 	if p != nil {
@@ -53,14 +62,22 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			// Our claim landed, though its answer was lost: it stands.
 			a.e.log.Debug("found our own claim: its answer was lost", "term", p.Term)
 			a.adopt(l, p)
+			a.claimSent = false // landed: the Lease takes it from here
 			return nil
+		}
+		// None of ours stands (a write refused, or one whose answer was
+		// lost read back without our nonce: it cannot land later, it needs
+		// the lease we hold). Asked to stop, send no other.
+		a.claimOverwritten(p)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		t, err := a.newTerm(l, p)
 		if err != nil {
 			return err
 		}
-		a.claimSent = true
-		ans, err := a.b.api.setMetadata(rctx, l.ID, ifMatch, t.md)
+		a.claimSent, a.claimBase, a.claimTerm = true, lowered(p.Metadata), t.term
+		ans, err := a.writeClaim(ctx, rctx, l.ID, ifMatch, t.md)
 		switch se := asStorageError(err); {
 		case se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet:
 			a.e.log.Debug("the blob changed since it was read: reading it again")
@@ -70,7 +87,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			// tells. It shows our nonce if it did; if not, the write is
 			// sent again on the version read.
 			a.e.log.Debug("the claim's answer was lost: reading it back", "error", se)
-			if waitFor(rctx.Done(), backoff(1)) {
+			if waitFor(rctx.Done(), a.e.dice.backoff(1)) {
 				return err
 			}
 			continue
@@ -79,11 +96,40 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		}
 		l.Term, l.AcquiredAt, l.Occurrence, l.meta = t.term, t.acquiredAt, t.occurrence, t.md
 		l.runStartRecorded = !t.now.IsZero()
-		l.preRun = lowered(p.Metadata)
+		l.preRun = a.claimBase
+		a.claimSent = false // landed: the Lease takes it from here
 		l.sawDate(t.now)
 		l.sawDate(ans.Date)
 		return nil
 	}
+}
+
+// writeClaim sends the claim's write within rctx, the claim's deadline. If
+// ctx ends meanwhile (a stop request), the write keeps half of the time
+// left and no more: an answer lost in a hang must leave time for the read
+// that tells whether it landed, since no later attempt will.
+func (a *attempt) writeClaim(ctx, rctx context.Context, leaseID, ifMatch string, md map[string]string) (answer, error) {
+	wctx, cancel := context.WithCancel(rctx)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		cut *time.Timer
+	)
+	stop := context.AfterFunc(ctx, func() {
+		d, _ := rctx.Deadline()
+		mu.Lock()
+		cut = time.AfterFunc(time.Until(d)/2, cancel)
+		mu.Unlock()
+	})
+	defer func() {
+		stop()
+		mu.Lock()
+		if cut != nil {
+			cut.Stop()
+		}
+		mu.Unlock()
+	}()
+	return a.b.api.setMetadata(wctx, leaseID, ifMatch, md)
 }
 
 // Schedule decides, for WaitOptions.Schedule, which occurrence is due.
@@ -167,14 +213,38 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	return termWrite{term: term, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
 }
 
+// claimOverwritten is told of a read without our nonce: a claim of ours
+// that may have landed unanswered is not there (any more). If the history
+// shows it, it landed and another holder's claim (our lease having lapsed)
+// archived it: a run that never started, which cannot be taken back now.
+func (a *attempt) claimOverwritten(p *Properties) {
+	if !a.claimSent {
+		return
+	}
+	a.claimSent = false
+	if p.Term <= a.claimTerm {
+		return // no claim since ours: ours never landed
+	}
+	for _, r := range ReadHistory(p.Metadata, false) {
+		if r.Term == a.claimTerm && r.Holder == a.e.cfg.Identity {
+			a.e.log.Warn("a claim whose answer was lost had landed, and another holder took the lease over it: history shows a run that never started, and it could not be taken back",
+				"term", r.Term)
+			return
+		}
+	}
+}
+
 // ownClaim reports whether p's metadata holds this attempt's claim.
 func (a *attempt) ownClaim(p *Properties) bool {
 	return a.nonce != "" && p != nil && p.Metadata[mdClaim] == a.nonce
 }
 
-// adopt takes over the term that our own claim, found in p, wrote.
+// adopt takes over the term that our own claim, found in p, wrote; what
+// the blob recorded before it is what that claim was made from (claimBase),
+// for ReleaseUnused to put back.
 func (a *attempt) adopt(l *Lease, p *Properties) {
 	l.Term, l.meta, l.runStartRecorded = p.Term, p.Metadata, p.Metadata[mdLastRunStart] != ""
+	l.preRun = a.claimBase
 	if !p.AcquiredAt.IsZero() {
 		l.AcquiredAt = p.AcquiredAt
 	}

@@ -5,6 +5,7 @@ package lease
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -48,6 +49,10 @@ type Config struct {
 	// own slot blob (slots.go): 1 to MaxSlots; 0 means 1. Above 1 the claim
 	// records it in each slot, and a contender with another count is refused.
 	Slots int
+	// Rand, if set, is the source of every random draw of the Elector and
+	// its leases (jitter, backoff, the order of the slots tried), so that
+	// a test's seed repeats a run; nil: math/rand/v2's global source.
+	Rand rand.Source
 }
 
 // StopBudget is the time between the stop signal and SIGKILL when the

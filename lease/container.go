@@ -9,6 +9,7 @@ package lease
 import (
 	"cmp"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -55,6 +57,13 @@ type ClientConfig struct {
 	// (azidentity.DefaultAzureCredential).
 	ConnectionString, AccountKey, SASToken string
 	Logger                                 hclog.Logger
+	// Transport, if set, carries every request instead of the bounded HTTP
+	// transport (newTransport): a test's in-memory service; Rand, if set,
+	// draws the backoff of the container's own retries (a pause's write),
+	// so that a test's seed repeats them (Config.Rand does the Elector's).
+	// The binary sets neither.
+	Transport policy.Transporter
+	Rand      rand.Source
 }
 
 // Container is a container of leases and what its blobs share. It is safe
@@ -69,6 +78,7 @@ type Container struct {
 	sdk   *container.Client // the SDK's client of the container, shared by its blobs
 	api   containerAPI
 	log   hclog.Logger
+	dice  *dice // ClientConfig.Rand's draws
 }
 
 // NewContainer checks cfg, whose Blob must be empty, and builds the Azure
@@ -85,7 +95,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Container{name: cfg.Container, src: src, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease")}
+	c := &Container{name: cfg.Container, src: src, log: cmp.Or(cfg.Logger, hclog.NewNullLogger()).Named("lease"), dice: newDice(cfg.Rand)}
 	endpoint := src.endpoint
 	if endpoint == "" {
 		if src.account == "" {
@@ -101,7 +111,7 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 		return nil, err
 	}
 	c.url = base + "/" + cfg.Container
-	c.opts = clientOptions(loopback)
+	c.opts = clientOptions(loopback, cfg.Transport)
 	if err := c.sdkCredential(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ package lease
 import (
 	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,9 +23,10 @@ import (
 // learns of the loss (Lease.Lost) in time to stop its child before another
 // can acquire. Fencing the child's writes needs the term (LEADERRUN_TERM).
 type Elector struct {
-	b   *Blob
-	cfg Config
-	log hclog.Logger
+	b    *Blob
+	cfg  Config
+	log  hclog.Logger
+	dice *dice // Config.Rand's draws
 }
 
 // NewElector checks cfg (a *ConfigError if unsafe) and returns an Elector for
@@ -33,7 +36,7 @@ func NewElector(b *Blob, cfg Config) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{b: b, cfg: cfg, log: cfg.Logger.Named("lease")}, nil
+	return &Elector{b: b, cfg: cfg, log: cfg.Logger.Named("lease"), dice: newDice(cfg.Rand)}, nil
 }
 
 // Config returns the checked configuration, defaults filled in.
@@ -131,10 +134,80 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	}
 	l, err := a.run(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			a.takeBack(ctx) // asked to stop: a claim of ours that may stand
+		}
+		if term, ok := a.mayStand(); ok {
+			a.e.log.Warn("a claim whose answer was lost may stand and could not be taken back: history may show a run that never started, and it counts for --once-per and --schedule",
+				"term", term, "error", err)
+		}
 		a.cleanup(ctx)
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// Asked to stop as the claim landed: nothing has run, the claim is
+		// taken back and the lease given up (the caller starts nothing).
+		if rerr := l.ReleaseUnused(ctx); rerr != nil {
+			a.e.log.Debug("release after a stop request failed", "error", rerr)
+		}
+		return nil, err
+	}
 	return l, nil
+}
+
+// takeBack is for an attempt asked to stop (ctx ended) while a claim of its
+// may stand unanswered: for each such claim it acquires the lease again
+// with our lease ID (ours still, or free) and reads the blob: a claim of
+// ours found is taken back (Lease.ReleaseUnused), none found means none
+// stands. Bounded by two request timeouts from a fresh context; a lease
+// held by another since is left to its holder (whose claim archives or
+// skips ours: mayStand then warns).
+func (a *attempt) takeBack(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*requestTimeout)
+	defer cancel()
+	all := []*attempt{a}
+	for _, i := range slices.Sorted(maps.Keys(a.slots)) {
+		all = append(all, a.slots[i])
+	}
+	for _, s := range all {
+		if !s.claimSent {
+			continue
+		}
+		sent := time.Now()
+		ans, err := s.b.api.acquireLease(dctx, s.leaseID, int(s.e.cfg.Duration/time.Second))
+		if err != nil {
+			continue
+		}
+		s.unsure = true
+		l := newLease(s.b, s.e.cfg, s.e.dice, s.leaseID, sent, ans.Date)
+		p, err := s.b.getProperties(dctx)
+		switch {
+		case err != nil:
+			continue // cleanup releases it; the claim may stand
+		case s.ownClaim(p):
+			s.adopt(l, p)
+			s.claimSent, s.unsure = false, false
+			if err := l.ReleaseUnused(dctx); err != nil {
+				s.e.log.Debug("release after taking back a claim failed", "error", err)
+			}
+		default:
+			s.claimOverwritten(p) // none of ours stands; cleanup releases
+		}
+	}
+}
+
+// mayStand reports whether a claim of this attempt (or of one of its slots)
+// went out and was never answered nor read back, and the term it wrote.
+func (a *attempt) mayStand() (term int64, ok bool) {
+	if a.claimSent {
+		return a.claimTerm, true
+	}
+	for _, i := range slices.Sorted(maps.Keys(a.slots)) {
+		if s := a.slots[i]; s.claimSent {
+			return s.claimTerm, true
+		}
+	}
+	return 0, false
 }
 
 // holderMayRun: the blob (or container) is gone. A follower that saw it held
@@ -194,7 +267,7 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 	if a.expired() || (a.deadline.IsZero() && time.Since(a.failures.since) >= a.w.StorageTimeout) {
 		return se
 	}
-	delay := fullJitter(a.failures.n)
+	delay := a.e.dice.fullJitter(a.failures.n)
 	if a.deadline.IsZero() {
 		delay = min(delay, time.Until(a.failures.since.Add(a.w.StorageTimeout)))
 	}
@@ -208,7 +281,7 @@ func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Be
 
 // pollWait sleeps one poll interval: PollInterval ±20 %.
 func (a *attempt) pollWait(ctx context.Context) error {
-	return a.sleep(ctx, jitter(a.e.cfg.PollInterval, 0.2))
+	return a.sleep(ctx, a.e.dice.jitter(a.e.cfg.PollInterval, 0.2))
 }
 
 // sleep waits d, or until the wait's deadline, or until ctx ends.

@@ -120,7 +120,7 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 			return
 		}
 		lastErr = se
-		delay := failures.add(sent)
+		delay := failures.add(sent, l.dice)
 		next = time.Now().Add(delay)
 		l.log.Warn("lease renewal failed", "error", se, "attempt", failures.n,
 			"stop_in", time.Until(stopAt).Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond))
@@ -204,6 +204,11 @@ func (l *Lease) deadlines() (stopAt, killAt time.Time) {
 }
 
 func (l *Lease) stopAt() time.Time { s, _ := l.deadlines(); return s }
+
+// StopAt is the current stop deadline, KillBy − StopBudget: the child must
+// be asked to stop by then if no renewal succeeds from now on. A child is
+// never started at or after it.
+func (l *Lease) StopAt() time.Time { return l.stopAt() }
 
 // A renew request is bounded by a third of the time between a scheduled
 // renewal and the stop deadline, within these limits, so that a request

@@ -35,6 +35,7 @@ type Lease struct {
 	b             *Blob
 	renewInterval time.Duration
 	log           hclog.Logger
+	dice          *dice // the Elector's (Config.Rand)
 
 	lost      chan struct{}
 	renewedAt chan time.Time
@@ -45,7 +46,7 @@ type Lease struct {
 	lostErr          *LostError        // set before lost is closed
 	meta             map[string]string // the blob's metadata as last written by us
 	runStartRecorded bool              // the claim wrote lastrunstart: the first RecordRunStart has nothing to do
-	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its runKeys back
+	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its claimed keys back
 	date             time.Time         // the latest service Date seen
 	dateAt           time.Time         // when that answer arrived (monotonic)
 	stopKeeper       context.CancelFunc
@@ -53,11 +54,11 @@ type Lease struct {
 	releasing        bool // Release was called: the keeper exits without closing Lost, a second Release at once
 }
 
-func newLease(b *Blob, cfg Config, id string, sent, date time.Time) *Lease {
+func newLease(b *Blob, cfg Config, d *dice, id string, sent, date time.Time) *Lease {
 	l := &Lease{
 		ID: id, Name: b.name, URL: b.url, Identity: cfg.Identity,
 		AcquiredAt: date, Duration: cfg.Duration, StopBudget: cfg.StopBudget(),
-		b: b, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"),
+		b: b, renewInterval: cfg.RenewInterval, log: cfg.Logger.Named("lease"), dice: d,
 		lost: make(chan struct{}), renewedAt: make(chan time.Time, 1),
 		tOK: sent, meta: map[string]string{},
 	}
@@ -121,7 +122,7 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	l.mu.Lock()
 	md := edit(maps.Clone(l.meta))
 	l.mu.Unlock()
-	err := retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
+	err := retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
 		switch {
 		case err == nil:
@@ -141,12 +142,18 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 }
 
 // ReleaseUnused gives back a lease whose COMMAND never started: it takes
-// back the claim's run start (no run in the history that never happened, no
-// once-per window spent), then releases. The term stays: it only grows.
+// back the claim's run (the run keys and the occurrence it started, as they
+// were before the claim: no run in the history that never happened, no
+// once-per window or scheduled occurrence spent), then releases. The term
+// stays: it only grows. It works on ctx's values, not its cancellation (a
+// stop request is what usually brings it here), within requestTimeout for
+// the take-back and releaseTimeout for the release. A take-back that fails
+// is one warning: the blob then shows a run that never started.
 func (l *Lease) ReleaseUnused(ctx context.Context) error {
-	if l.runStartRecorded && l.preRun != nil {
-		err := l.updateMetadata(ctx, "take back the run start", func(md map[string]string) map[string]string {
-			for _, k := range runKeys() {
+	ctx = context.WithoutCancel(ctx)
+	if l.preRun != nil {
+		err := l.updateMetadata(ctx, "take back the claim", func(md map[string]string) map[string]string {
+			for _, k := range claimedKeys() {
 				if v, ok := l.preRun[k]; ok {
 					md[k] = v
 				} else {
@@ -156,9 +163,10 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 			return md
 		})
 		if err != nil {
-			l.log.Debug("could not take back the run start", "error", err)
+			l.log.Warn("the claim of a run that never started could not be taken back: history shows it, and it counts for --once-per and --schedule",
+				"term", l.Term, "error", err)
 		} else {
-			l.runStartRecorded = false
+			l.preRun = nil
 		}
 	}
 	return l.Release(ctx)
@@ -183,7 +191,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		<-done
 	}
 
-	return retryTransient(context.WithoutCancel(ctx), releaseTimeout, func(rctx context.Context) error {
+	return retryTransient(context.WithoutCancel(ctx), l.dice, releaseTimeout, func(rctx context.Context) error {
 		_, err := l.b.api.releaseLease(rctx, l.ID)
 		se := asStorageError(err)
 		switch {

@@ -51,7 +51,7 @@ func (b *Blob) WritePause(ctx context.Context, p Pause) (time.Time, error) {
 		return time.Time{}, err
 	}
 	var date time.Time
-	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
+	err = retryTransient(ctx, b.c.dice, requestTimeout, func(rctx context.Context) error {
 		ans, err := m.api.putBlob(rctx, md)
 		if se := asStorageError(err); se != nil && se.kind == kindContainerMissing && ctx.Err() == nil {
 			// Create the container only: an empty marker blob would be an
@@ -83,7 +83,7 @@ func (b *Blob) DeletePause(ctx context.Context) (existed bool, err error) {
 		return false, err
 	}
 	unanswered := false
-	err = retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
+	err = retryTransient(ctx, b.c.dice, requestTimeout, func(rctx context.Context) error {
 		_, err := m.api.deleteBlob(rctx)
 		se := asStorageError(renamed(err, "delete pause marker"))
 		switch {

@@ -122,9 +122,10 @@ func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 // Failed reports whether the run ended with status ≠ 0 or its end is unknown.
 func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
-// runKeys are the keys startRun changes: lastrun* and the history.
-func runKeys() []string {
-	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit}
+// claimedKeys are the keys a claim changes that say a run started:
+// lastrun*, the history, and the scheduled occurrence it runs.
+func claimedKeys() []string {
+	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit, mdSchedule, mdOccurrence}
 	for i := range historyLen {
 		keys = append(keys, historyKey(i))
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -37,9 +38,56 @@ func renamed(err error, op string) error {
 	return err
 }
 
+// dice draws the random parts of one Elector's waits and of its leases':
+// jitter, full-jitter backoff, the order of the slots tried. It uses
+// Config.Rand when set (a test's seed makes a run repeatable), else
+// math/rand/v2's global source; a nil *dice is the global source.
+type dice struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func newDice(src rand.Source) *dice {
+	if src == nil {
+		return nil
+	}
+	return &dice{r: rand.New(src)}
+}
+
+// float64 is a random number in [0, 1).
+func (d *dice) float64() float64 {
+	if d == nil {
+		return rand.Float64()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.r.Float64()
+}
+
+// below is a random duration in [0, n); n must be more than 0.
+func (d *dice) below(n time.Duration) time.Duration {
+	if d == nil {
+		return rand.N(n)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Duration(d.r.Int64N(int64(n)))
+}
+
+// shuffle is rand.Shuffle on d's source.
+func (d *dice) shuffle(n int, swap func(i, j int)) {
+	if d == nil {
+		rand.Shuffle(n, swap)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.r.Shuffle(n, swap)
+}
+
 // backoff is 200 ms doubling to 2 s, ±20 % jitter; n counts from 1.
-func backoff(n int) time.Duration {
-	return jitter(doubled(200*time.Millisecond, 2*time.Second, n), 0.2)
+func (d *dice) backoff(n int) time.Duration {
+	return d.jitter(doubled(200*time.Millisecond, 2*time.Second, n), 0.2)
 }
 
 // doubled is base doubled n−1 times, at most limit.
@@ -50,15 +98,16 @@ func doubled(base, limit time.Duration, n int) time.Duration {
 	return min(base, limit)
 }
 
-func jitter(d time.Duration, frac float64) time.Duration {
-	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
+// jitter is d ± frac·d, uniformly.
+func (d *dice) jitter(dur time.Duration, frac float64) time.Duration {
+	return time.Duration(float64(dur) * (1 - frac + 2*frac*d.float64()))
 }
 
 // fullJitter is the wait before a contender's nth retry (n counts from 1): a
 // random time in [0, cap), cap doubling from 500 ms to 8 s: a fleet
 // throttled together spreads out, well within a minute of budget.
-func fullJitter(n int) time.Duration {
-	return rand.N(doubled(500*time.Millisecond, 8*time.Second, n))
+func (d *dice) fullJitter(n int) time.Duration {
+	return d.below(doubled(500*time.Millisecond, 8*time.Second, n))
 }
 
 // failureRun counts consecutive failed tries; a success ends the run (reset).
@@ -68,9 +117,9 @@ type failureRun struct {
 }
 
 // add counts a failed try sent at sent, and returns backoff(n).
-func (f *failureRun) add(sent time.Time) time.Duration {
+func (f *failureRun) add(sent time.Time, d *dice) time.Duration {
 	f.count(sent)
-	return backoff(f.n)
+	return d.backoff(f.n)
 }
 
 func (f *failureRun) count(sent time.Time) {
@@ -84,9 +133,9 @@ func (f *failureRun) reset() { *f = failureRun{} }
 
 // retryTransient calls try with ctx bounded to timeout from now (try bounds
 // its request by it) until it returns anything but a transient *StorageError
-// or that ctx ends, waiting backoff(n) after the nth failure; it returns
-// try's last error.
-func retryTransient(ctx context.Context, timeout time.Duration, try func(ctx context.Context) error) error {
+// or that ctx ends, waiting backoff(n) (drawn from d) after the nth failure;
+// it returns try's last error.
+func retryTransient(ctx context.Context, d *dice, timeout time.Duration, try func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var run failureRun
@@ -95,7 +144,7 @@ func retryTransient(ctx context.Context, timeout time.Duration, try func(ctx con
 		if se := asStorageError(err); se == nil || !se.Transient() || ctx.Err() != nil {
 			return err
 		}
-		if waitFor(ctx.Done(), run.add(time.Time{})) {
+		if waitFor(ctx.Done(), run.add(time.Time{}, d)) {
 			return err
 		}
 	}

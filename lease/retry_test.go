@@ -3,7 +3,9 @@ package lease
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,7 +37,7 @@ func TestRetryTransient(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tries := 0
 				t0 := time.Now()
-				err := retryTransient(context.Background(), tc.bound, func(context.Context) error {
+				err := retryTransient(context.Background(), nil, tc.bound, func(context.Context) error {
 					tries++
 					return tc.answers[min(tries, len(tc.answers))-1]
 				})
@@ -122,5 +124,26 @@ func TestRunRecordAndReleaseRetry(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestDice: the slots are tried in random order, and a seeded source
+// (Config.Rand) repeats every draw.
+func TestDice(t *testing.T) {
+	orders := map[string]bool{}
+	for range 200 {
+		free := []int{1, 2, 3}
+		(*dice)(nil).shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+		orders[fmtInts(free)] = true
+	}
+	if len(orders) < 4 {
+		t.Errorf("only %d orders in 200 tries: not shuffled", len(orders))
+	}
+	draws := func() []time.Duration {
+		d := newDice(rand.NewPCG(7, 7))
+		return []time.Duration{d.jitter(time.Second, 0.2), d.fullJitter(3), d.backoff(2), d.below(time.Minute)}
+	}
+	if a, b := draws(), draws(); !slices.Equal(a, b) {
+		t.Errorf("one seed, two sequences: %v and %v", a, b)
 	}
 }

@@ -24,7 +24,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -41,7 +40,7 @@ func (v *View) recordedOther(n int) int {
 	return 0
 }
 
-// freeSlots returns the slots of n to try, in random order: not held, with
+// freeSlots returns the slots of n to try (in order: the caller shuffles them): not held, with
 // no run started within oncePer (0: off) but by our own claim (own), whose
 // answer was lost: ours to adopt. If every slot, held or not, had another's
 // run start within the window, it returns the skip instead.
@@ -63,7 +62,6 @@ func (v *View) freeSlots(n int, oncePer time.Duration, own func(*Properties) boo
 	if spent < n {
 		skip = nil
 	}
-	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	return free, skip
 }
 
@@ -117,6 +115,7 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	if skip != nil {
 		return poll{}, stepRead, skip
 	}
+	a.e.dice.shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
 	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(pauseText(v.Paused())) {
 		return poll{view: v, slots: free}, stepFree, nil
@@ -129,6 +128,11 @@ func (a *attempt) list(ctx context.Context) (*View, error) {
 	listed, date, err := a.b.c.List(rctx, a.b.name)
 	cancel()
 	if err != nil {
+		if ctx.Err() == nil && asStorageError(err) == nil {
+			// The listing's own deadline passed (List says ctx's error):
+			// a storage failure like any other, retried.
+			err = a.b.c.fail("list blobs", err)
+		}
 		return nil, err
 	}
 	return viewOf(a.b.name, listed, date, nil), nil
@@ -136,50 +140,85 @@ func (a *attempt) list(ctx context.Context) (*View, error) {
 
 // acquireSlot is the acquire step of several slots: the free slots in turn
 // until one is claimed (one taken since the listing, 409, sends it to the
-// next); if none is, a poll interval (after a failure, after its backoff).
+// next); if none is, a poll interval. A storage failure on a free slot is
+// retried on it after its backoff; a slot whose claim's answer was lost
+// keeps its lease and is tried again (acquired again with our lease ID,
+// read back, our claim adopted), as one slot does: given back, its window
+// would be spent with nothing run.
 func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, error) {
 	for _, i := range last.slots {
-		b := a.b
-		if i > 0 {
-			var err error
-			if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
-				return nil, stepRead, err
-			}
+		s, err := a.slotAttempt(i)
+		if err != nil {
+			return nil, stepRead, err
 		}
-		// An attempt on slot i's blob, with this one's lease ID and deadline.
-		s := &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline}
 		// The pause was read with the listing, a round trip ago.
-		l, err := s.try(ctx, answered(last.view.Slot(i).Props))
-		a.reqStart = s.reqStart
-		if err == nil {
-			l.Name, l.Slot = a.b.name, i
-			err = a.doneAfter(ctx, l)
+		pr := answered(last.view.Slot(i).Props)
+		for {
+			l, err := s.try(ctx, pr)
+			a.reqStart = s.reqStart
 			if err == nil {
 				return l, stepRead, nil
 			}
-		} else {
-			s.cleanup(ctx)
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, stepRead, ctx.Err()
-		case errors.Is(err, errHeldNow):
-			continue // taken since the listing: the next free slot
-		case errors.Is(err, ErrSkipped):
-			var skip *SkipError
-			if errors.As(err, &skip) && skip.Reason == SkipOncePerHost {
-				return nil, stepRead, err
+			if se := asStorageError(err); se != nil && se.Transient() && ctx.Err() == nil {
+				// The slot was free: a failure is retried on it (within
+				// the storage budget, --no-wait or not), and a claim of
+				// ours that may stand is adopted there.
+				if err := a.failed(ctx, err); err != nil {
+					return nil, stepRead, err
+				}
+				pr = nil // again, with the reads sent along
+				continue
 			}
-			continue // this slot ran within the once-per window
-		case asStorageError(err) == nil:
-			return nil, stepRead, err // another slot count recorded
+			if s.claimSent {
+				a.e.log.Warn("a claim whose answer was lost may stand on a slot given up (its lease broken or taken): history may show a run that never started, and it could not be taken back",
+					"slot", i, "term", s.claimTerm, "error", err)
+				s.claimSent = false
+			}
+			s.cleanup(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return nil, stepRead, ctx.Err()
+			case errors.Is(err, errHeldNow):
+				// taken since the listing: the next free slot
+			case errors.Is(err, ErrSkipped):
+				var skip *SkipError
+				if errors.As(err, &skip) && skip.Reason == SkipOncePerHost {
+					return nil, stepRead, err
+				}
+				// this slot ran within the once-per window
+			case asStorageError(err) == nil:
+				return nil, stepRead, err // another slot count recorded
+			default:
+				if err := a.failed(ctx, err); err != nil {
+					return nil, stepRead, err
+				}
+			}
+			break
 		}
-		if err := a.failed(ctx, err); err != nil {
-			return nil, stepRead, err
-		}
-		break
 	}
 	return nil, stepRead, a.heldWait(ctx, last.view.holder())
+}
+
+// slotAttempt is the attempt on slot i's blob, with this one's lease ID,
+// nonce and deadline; the same one for the whole Acquire, so that what it
+// knows of its claim (claimSent, unsure) lasts.
+func (a *attempt) slotAttempt(i int) (*attempt, error) {
+	if s := a.slots[i]; s != nil {
+		return s, nil
+	}
+	b := a.b
+	if i > 0 {
+		var err error
+		if b, err = b.c.Blob(SlotBlob(a.b.name, i)); err != nil {
+			return nil, err
+		}
+	}
+	s := &attempt{e: a.e, b: b, w: a.w, leaseID: a.leaseID, nonce: a.nonce, deadline: a.deadline, parent: a, slot: i}
+	if a.slots == nil {
+		a.slots = map[int]*attempt{}
+	}
+	a.slots[i] = s
+	return s, nil
 }
 
 // slotsErr: the lease of blob records another slot count than this
@@ -219,16 +258,20 @@ func (a *attempt) hostDone(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rctx, cancel := a.requestCtx(ctx)
-		p, err := m.getProperties(rctx)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return err
-		case p.Exists:
-			return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
+		for { // a failure is retried within the storage budget, as any read
+			rctx, cancel := a.requestCtx(ctx)
+			p, err := m.getProperties(rctx)
+			cancel()
+			if err == nil {
+				a.succeeded()
+				if p.Exists {
+					return &SkipError{Reason: SkipOncePerHost, Holder: a.w.OncePerHost}
+				}
+				break
+			}
+			if err := a.failed(ctx, err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -245,12 +288,18 @@ func (a *attempt) doneAfter(ctx context.Context, l *Lease) error {
 		return nil
 	}
 	err := a.hostDone(ctx)
-	if err == nil && a.e.cfg.Slots > 1 {
-		var v *View
-		if v, err = a.list(ctx); err == nil && v.heldByHost(a.w.OncePerHost, l.Slot) {
+	for err == nil && a.e.cfg.Slots > 1 {
+		v, lerr := a.parent.list(ctx)
+		if lerr != nil {
+			err = a.failed(ctx, lerr) // nil: retry after the backoff
+			continue
+		}
+		a.succeeded()
+		if v.heldByHost(a.w.OncePerHost, l.Slot) {
 			a.e.log.Debug("another slot is held by this host: waiting", "host", a.w.OncePerHost)
 			err = errHeldNow
 		}
+		break
 	}
 	if err == nil {
 		return nil
@@ -270,7 +319,7 @@ func (l *Lease) MarkDone(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
-	return retryTransient(ctx, requestTimeout, func(rctx context.Context) error {
+	return retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
 		_, err := m.api.createBlob(rctx)
 		if se := asStorageError(err); se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
 			return nil

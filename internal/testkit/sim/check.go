@@ -1,0 +1,389 @@
+package sim
+
+// check.go: the invariants, checked at every step (every request the
+// service applies, every launch and death of a COMMAND), and once the
+// world has ended (nothing lost).
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
+	"github.com/leaderrun/leaderrun/lease"
+	"github.com/leaderrun/leaderrun/schedule"
+)
+
+// takeBackWarning is in the warning leaderrun logs when it could not take
+// back a claim whose COMMAND never started: history may then show a run
+// that never happened, and says so, naming the claim's term.
+const takeBackWarning = "could not be taken back"
+
+var termField = regexp.MustCompile(`\bterm=(\d+)`)
+
+type claimRec struct {
+	blob string
+	term int64
+}
+
+type checker struct {
+	w *world
+
+	mu         sync.Mutex
+	violations []string
+	running    map[string][]*child         // by blob
+	byTerm     map[string]map[int64]*child // by blob, term
+	launches   []*child                    // in order
+	maxTerm    map[string]int64            // by blob: the highest term written
+	lastClaim  map[string]string           // by blob: the nonce of the latest claim written
+	claims     map[string][]claimRec       // by identity
+	claimedAt  []time.Time                 // when each claim was written, in order
+}
+
+func newChecker(w *world) *checker {
+	return &checker{w: w, running: map[string][]*child{}, byTerm: map[string]map[int64]*child{},
+		maxTerm: map[string]int64{}, lastClaim: map[string]string{}, claims: map[string][]claimRec{}}
+}
+
+func (k *checker) add(msg string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.violations = append(k.violations, msg)
+}
+
+func (k *checker) failed() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.violations)
+}
+
+// stopBudget is the lease's: KillGrace capped at a third of the duration.
+func (k *checker) stopBudget() time.Duration {
+	return min(k.w.plan.KillGrace, k.w.plan.LeaseDuration/3)
+}
+
+// launched is a COMMAND's start.
+func (k *checker) launched(c *child) {
+	w := k.w
+	c.inv.mu.Lock()
+	c.inv.kids = append(c.inv.kids, c)
+	c.inv.mu.Unlock()
+	blob, term, id := c.blob(), c.term(), c.env["LEADERRUN_LEASE_ID"]
+	w.tracef("%s: launched %s (lease ID %s, kill deadline in %s%s)", c.inv.id, c, w.label(id),
+		time.Until(c.deadline).Round(time.Millisecond), occText(c))
+	if left := time.Until(c.deadline); left < k.stopBudget() {
+		w.violate("%s started %s before its kill deadline: past its lease's stop deadline (stop budget %s)", c, left, k.stopBudget())
+	}
+	if !w.svc.HeldThroughout(container, blob, id, c.at, c.at) {
+		w.violate("%s started on a lease its lease ID does not hold at the service", c)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byTerm[blob] == nil {
+		k.byTerm[blob] = map[int64]*child{}
+	}
+	if o, ok := k.byTerm[blob][term]; ok {
+		k.violations = append(k.violations, fmt.Sprintf("%s runs under the term of %s", c, o))
+		w.tracef("VIOLATION: two COMMANDs under term %d of %s", term, blob)
+	}
+	k.byTerm[blob][term] = c
+	k.launches = append(k.launches, c)
+	k.running[blob] = append(k.running[blob], c)
+	n := 0
+	for _, cs := range k.running {
+		n += len(cs)
+	}
+	if n > w.plan.Slots {
+		msg := fmt.Sprintf("%d COMMANDs run at once on a lease of %d slots, since %s started", n, w.plan.Slots, c)
+		k.violations = append(k.violations, msg)
+		w.tracef("VIOLATION: %s", msg)
+	}
+	if len(k.running[blob]) > 1 {
+		msg := fmt.Sprintf("two COMMANDs run on %s at once: %s and %s", blob, k.running[blob][0], c)
+		k.violations = append(k.violations, msg)
+		w.tracef("VIOLATION: %s", msg)
+	}
+}
+
+// died is a COMMAND's confirmed death.
+func (k *checker) died(c *child) {
+	w := k.w
+	w.tracef("%s: %s died (%s, ran %s)", c.inv.id, c, resultText(c), c.diedAt.Sub(c.at).Round(time.Millisecond))
+	if !w.svc.HeldThroughout(container, c.blob(), c.env["LEADERRUN_LEASE_ID"], c.at, c.diedAt) {
+		w.violate("%s outlived its lease at the service", c)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.running[c.blob()] = slices.DeleteFunc(k.running[c.blob()], func(o *child) bool { return o == c })
+}
+
+// applied is the service's every step: every running COMMAND must still
+// hold its lease; the terms written only go up.
+func (k *checker) applied(a blobsim.Applied) {
+	w := k.w
+	w.tracef("svc %s %s %s -> %d %s%s", a.Client, a.Op, a.Blob, a.Status, a.Code, w.appliedText(a))
+	k.mu.Lock()
+	var running []*child
+	for _, cs := range k.running {
+		running = append(running, cs...)
+	}
+	k.mu.Unlock()
+	now := time.Now()
+	for _, c := range running {
+		if !w.svc.HeldThroughout(container, c.blob(), c.env["LEADERRUN_LEASE_ID"], c.at, now) {
+			w.violate("%s runs on after its lease ended at the service", c)
+		}
+	}
+	if a.Op != "setMetadata" || a.Status/100 != 2 {
+		return
+	}
+	if bn := lease.ParseBlobName(a.Blob); bn.Kind != lease.KindSlot {
+		return
+	}
+	term, err := strconv.ParseInt(a.Metadata["term"], 10, 64)
+	if err != nil {
+		w.violate("a metadata write on %s without a term: %q", a.Blob, a.Metadata["term"])
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	prev, claim := k.maxTerm[a.Blob], a.Metadata["claim"]
+	switch {
+	case term < prev:
+		k.violations = append(k.violations, fmt.Sprintf("the term of %s went down from %d to %d", a.Blob, prev, term))
+		w.tracef("VIOLATION: the term of %s went down", a.Blob)
+	case claim != k.lastClaim[a.Blob] && term <= prev:
+		k.violations = append(k.violations, fmt.Sprintf("a new claim on %s kept term %d", a.Blob, term))
+		w.tracef("VIOLATION: a new claim on %s kept term %d", a.Blob, term)
+	}
+	if term > prev {
+		k.claims[a.Metadata["holder"]] = append(k.claims[a.Metadata["holder"]], claimRec{a.Blob, term})
+		k.claimedAt = append(k.claimedAt, a.Time)
+	}
+	k.maxTerm[a.Blob] = max(prev, term)
+	k.lastClaim[a.Blob] = claim
+}
+
+// ended is an invocation's exit: a claim of its that the blob still
+// records as a run must have been launched, unless it died, froze, or said
+// it could not take the claim back (no phantom run).
+func (k *checker) ended(inv *invocation) {
+	w := k.w
+	inv.mu.Lock()
+	excused := inv.dead || inv.froze
+	warnedTerms := map[int64]bool{} // the terms leaderrun said it could not take back
+	for _, l := range inv.warned {
+		if containsWord(l, takeBackWarning) {
+			if m := termField.FindStringSubmatch(l); m != nil {
+				t, _ := strconv.ParseInt(m[1], 10, 64)
+				warnedTerms[t] = true
+			}
+		}
+	}
+	inv.mu.Unlock()
+	k.mu.Lock()
+	claims := k.claims[inv.id]
+	var unlaunched []claimRec
+	for _, c := range claims {
+		if o, ok := k.byTerm[c.blob][c.term]; !ok || o.inv != inv {
+			unlaunched = append(unlaunched, c)
+		}
+	}
+	k.mu.Unlock()
+	if excused {
+		return
+	}
+	for _, c := range unlaunched {
+		if warnedTerms[c.term] {
+			continue
+		}
+		b, ok := w.svc.Blob(container, c.blob)
+		if !ok {
+			continue
+		}
+		for _, r := range lease.ReadHistory(b.Metadata, false) {
+			if r.Term == c.term && r.Holder == inv.id {
+				w.violate("phantom run: %s records a run of term %d by %s, which never started it and exited %d saying nothing",
+					c.blob, c.term, inv.id, inv.exit)
+			}
+		}
+	}
+}
+
+// final checks, once every invocation has ended, that nothing was lost in
+// the quiet phase.
+func (k *checker) final() {
+	w, p := k.w, k.w.plan
+	from, to := p.quietFrom(), p.End
+	k.mu.Lock()
+	launches := slices.Clone(k.launches)
+	k.mu.Unlock()
+	at := func(c *child) time.Duration { return c.at.Sub(w.start) }
+	diedAt := func(c *child) time.Duration {
+		if c.diedAt.IsZero() {
+			return to
+		}
+		return c.diedAt.Sub(w.start)
+	}
+	switch p.Mode {
+	case ModeServe, ModeSlots:
+		// Someone runs at every instant, but for a handover's gap.
+		gap := p.PollInterval*6/5 + 5*time.Second
+		covered := from
+		for _, c := range launches {
+			if at(c) > covered+gap && at(c) < to {
+				w.violate("nothing lost: nobody ran the service from %s to %s", covered, at(c))
+			}
+			if at(c) <= covered+gap {
+				covered = max(covered, diedAt(c))
+			}
+		}
+		if covered+gap < to {
+			w.violate("nothing lost: nobody ran the service from %s to the end (%s)", covered, to)
+		}
+	case ModeOncePer:
+		// A window begins at every run start recorded: a COMMAND's, or a
+		// claim's whose COMMAND never started (its host killed, say): that
+		// window is spent too, and the next run may wait for its end.
+		slack := p.Cron + p.Splay + 5*time.Second
+		due := from + slack
+		for _, c := range launches {
+			if at(c) < from {
+				due = max(due, max(at(c)+p.OncePer, diedAt(c))+slack)
+			}
+		}
+		k.mu.Lock()
+		for _, t := range k.claimedAt {
+			if t.Sub(w.start) < from {
+				due = max(due, t.Sub(w.start)+p.OncePer+slack)
+			}
+		}
+		k.mu.Unlock()
+		for _, c := range launches {
+			if at(c) < from {
+				continue
+			}
+			if at(c) > due {
+				w.violate("nothing lost: a --once-per window went without a run from %s to %s", due-slack, at(c))
+			}
+			due = max(at(c)+p.OncePer, diedAt(c)) + slack
+		}
+		if due < to {
+			w.violate("nothing lost: no run after %s (due by %s, the end at %s)", due-slack, due, to)
+		}
+	case ModeSchedule:
+		s, err := schedule.Parse(p.Schedule)
+		if err != nil {
+			w.violate("schedule: %v", err)
+			return
+		}
+		slack := p.Cron + p.Splay + 10*time.Second
+		for occ := s.Next(w.start.Add(from - time.Nanosecond)); occ.Sub(w.start) < to-slack; occ = s.Next(occ) {
+			next := s.Next(occ)
+			ran, held := false, false
+			for _, c := range launches {
+				if c.env["LEADERRUN_OCCURRENCE"] == occ.UTC().Format(time.RFC3339) {
+					ran = true
+				}
+				if c.at.Before(occ) && diedAt(c) > next.Sub(w.start)-slack {
+					held = true // an earlier run held the lease until the next one was due
+				}
+			}
+			if !ran && !held {
+				w.violate("nothing lost: the occurrence %s never ran", occ.UTC().Format(time.RFC3339))
+			}
+		}
+	case ModeOnce:
+		// A COMMAND completed with status 0 (recorded as the last success,
+		// unless its leaderrun could not write it: another then runs).
+		done := false
+		for _, c := range launches {
+			done = done || (c.res.Signal == 0 && c.res.ExitCode == 0 && !c.diedAt.IsZero())
+		}
+		if !done {
+			w.violate("nothing lost: --once never completed a run with status 0")
+		}
+	case ModeOncePerHost:
+		// Every host's COMMAND completed with status 0 (its done marker
+		// then exists, unless leaderrun said it could not write it).
+		for _, h := range w.hosts {
+			done := false
+			for _, c := range launches {
+				done = done || (c.inv.h == h && c.res.Signal == 0 && c.res.ExitCode == 0 && !c.diedAt.IsZero())
+			}
+			if _, ok := w.svc.Blob(container, lease.DoneBlob(leaseName, h.name)); !ok && !done {
+				w.violate("nothing lost: %s never completed its --once-per-host run", h.name)
+			}
+		}
+	}
+}
+
+// quietFrom is when the quiet phase is checked from: the faults' end plus
+// time for frozen hosts to thaw and dead holders' leases to lapse.
+func (p Plan) quietFrom() time.Duration { return p.FaultEnd + 2*p.LeaseDuration + 10*time.Second }
+
+func resultText(c *child) string {
+	if c.res.Signal != 0 {
+		return "killed by " + unix.SignalName(c.res.Signal)
+	}
+	return "exit " + strconv.Itoa(c.res.ExitCode)
+}
+
+func occText(c *child) string {
+	if o := c.env["LEADERRUN_OCCURRENCE"]; o != "" {
+		return ", occurrence " + o
+	}
+	return ""
+}
+
+// label names a lease ID or nonce in the trace by the order it first
+// appeared in (id1, id2, …): random values would make two traces of one
+// seed differ.
+func (w *world) label(id string) string {
+	if id == "" {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.labels == nil {
+		w.labels = map[string]string{}
+	}
+	l, ok := w.labels[id]
+	if !ok {
+		l = fmt.Sprintf("id%d", len(w.labels)+1)
+		w.labels[id] = l
+	}
+	return l
+}
+
+func containsWord(s, w string) bool { return strings.Contains(s, w) }
+
+// appliedText is what a trace line says of an applied request beyond its
+// status: the lease ID it carried, and a claim's term and holder.
+func (w *world) appliedText(a blobsim.Applied) string {
+	s := ""
+	if id := cmpOr(a.ProposedID, a.LeaseID); id != "" {
+		s += " lease=" + w.label(id)
+	}
+	if a.Op == "setMetadata" && a.Status/100 == 2 {
+		s += fmt.Sprintf(" term=%s holder=%s claim=%s run=%s/%s", a.Metadata["term"], a.Metadata["holder"],
+			w.label(a.Metadata["claim"]), a.Metadata["lastrunterm"], a.Metadata["lastrunholder"])
+		if o := a.Metadata["occurrence"]; o != "" {
+			s += " occurrence=" + o
+		}
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

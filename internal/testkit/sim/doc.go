@@ -1,0 +1,40 @@
+// Package sim is a deterministic simulation of leaderrun's whole run flow:
+// several hosts, each running the real leader flow with the real lease
+// package and the Azure SDK, against an in-memory model of the Blob service
+// (blobsim) with Azure's rules, on the virtual time of testing/synctest.
+// COMMAND is a fake process behind leader's Launcher seam; its guard keeps
+// the kill deadline and the lifeline as the real one does.
+//
+// One seed draws everything: the mode (a service that waits, cron lines
+// with --once-per or --schedule, a deploy step with --once, a rolling patch
+// with --slots and --once-per-host), the hosts and their flags, what each
+// COMMAND does (how long it runs, how it exits, whether it ignores SIGTERM),
+// and the faults of the first phase: answers lost after the write was
+// applied, delays up to the lease duration, 503 bursts, resets, a host cut
+// off, SIGTERM/SIGINT at any point, a leaderrun killed (kill -9) or frozen
+// (SIGSTOP), an operator's break, pause, drain and resume. A quiet phase
+// follows, with no fault, in which nothing may be lost.
+//
+// The invariants are checked at every step (every request the service
+// applies, every launch and death of a COMMAND):
+//
+//   - at most N COMMANDs run per lease at any instant (N = --slots), a
+//     COMMAND running from its launch to its confirmed death;
+//   - every running COMMAND's lease is held at the service, by its lease ID,
+//     from its launch to its death: no COMMAND outlives its lease;
+//   - COMMAND starts with its kill deadline in force, before the stop
+//     deadline of its lease;
+//   - terms only go up, by at least one at every claim, and no two COMMANDs
+//     run under the same term of a blob;
+//   - no phantom run: a run the blob records was launched, unless its host
+//     died, froze or said it could not take the claim back;
+//   - nothing lost: once the faults have stopped, every --once-per window,
+//     every --schedule occurrence, every --once and --once-per-host round
+//     and every service's turn is still run.
+//
+// A failure prints its seed and the event trace; the same seed replays the
+// same run (TestSimulate's -seed flag), because every draw comes from the
+// seed: the lease package's through lease.Config.Rand, the service's faults
+// from a hash of the request (which host, which operation, which blob, the
+// how-manyth), the events at fixed virtual times.
+package sim

@@ -1,0 +1,165 @@
+package lease
+
+// Claims that must not be lost, against the in-memory model of the Blob
+// service: a stop request while the claim is in flight, a run taken back
+// with its occurrence, a slot whose claim's answer was lost, and the last
+// renewal before a lease is handed over. Each found by the simulator first
+// (internal/testkit/sim); each pinned here.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
+)
+
+// oneOccurrence has one occurrence due, at occ (a lease.Schedule).
+type oneOccurrence struct{ occ time.Time }
+
+func (oneOccurrence) String() string { return "test" }
+
+func (s oneOccurrence) Due(now, created, last time.Time) (time.Time, *SkipError) {
+	if !last.Before(s.occ) {
+		return s.occ, &SkipError{Reason: SkipStarted, Occurrence: s.occ}
+	}
+	return s.occ, nil
+}
+
+// A stop request (ctx cancelled) while the claim's write has landed and its
+// answer hangs: the claim is seen through and taken back, so the window is
+// not spent for nothing; another contender runs at once.
+func TestClaimTakenBackOnStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			if r.Client == "a" && r.Op == blobsim.OpSetMetadata && r.Seq == 0 {
+				return blobsim.Plan{Lose: true, LoseAs: 0} // applied, then no answer
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(a blobsim.Applied) {
+			if a.Client == "a" && a.Op == blobsim.OpSetMetadata && a.Seq == 0 {
+				go func() { time.Sleep(100 * time.Millisecond); cancel() }() // SIGTERM, the answer still hanging
+			}
+		})
+		_, err := blobsimElector(t, svc, "a", "job").Acquire(ctx, WaitOptions{NoWait: true, OncePer: time.Hour})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if b, _ := svc.Blob("leases", "job"); b.Metadata[mdLastRunStart] != "" {
+			t.Errorf("the claim of a run that never started stands: %v", b.Metadata)
+		}
+		if _, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: time.Hour}); err != nil {
+			t.Errorf("another contender: %v, want the lease (no run started within the window)", err)
+		}
+	})
+}
+
+// ReleaseUnused takes back the scheduled occurrence the claim recorded
+// with the run: nobody started it, the next invocation runs it.
+func TestReleaseUnusedTakesBackTheOccurrence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		s := oneOccurrence{occ: time.Now().Add(-time.Minute).UTC().Truncate(time.Second)}
+		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{NoWait: true, Schedule: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Occurrence.IsZero() {
+			t.Fatal("the claim recorded no occurrence")
+		}
+		if err := l.ReleaseUnused(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := svc.Blob("leases", "job"); b.Metadata[mdOccurrence] != "" || b.Metadata[mdSchedule] != "" {
+			t.Errorf("taken back, the blob still says the occurrence started: %v", b.Metadata)
+		}
+		if _, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true, Schedule: s}); err != nil {
+			t.Errorf("the next invocation: %v, want the occurrence to run", err)
+		}
+	})
+}
+
+// With several slots, a slot whose claim's answer was lost (and whose read
+// back failed at first) keeps its lease and adopts the claim, under
+// --no-wait too: given back, its window would be spent with nothing run.
+func TestSlotClaimLostAnswerAdopted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		// One slot is held by another; the other is free.
+		hold, err := blobsimSlotsElector(t, svc, "b", 2).Acquire(t.Context(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		free := 1 - hold.Slot
+		var mu sync.Mutex
+		claims := 0
+		svc.OnApply(func(a blobsim.Applied) {
+			if a.Client == "a" && a.Op == blobsim.OpSetMetadata && a.Status == 200 {
+				mu.Lock()
+				claims++
+				mu.Unlock()
+			}
+		})
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			switch {
+			case r.Client != "a" || r.Blob != SlotBlob("job", free):
+			case r.Op == blobsim.OpSetMetadata && r.Seq == 0:
+				return blobsim.Plan{Lose: true, LoseAs: 500}
+			case r.Op == blobsim.OpGetProperties && r.Seq < 3:
+				return blobsim.Plan{Refuse: 503}
+			}
+			return blobsim.Plan{}
+		}))
+		l, err := blobsimSlotsElector(t, svc, "a", 2).Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: time.Hour})
+		if err != nil {
+			t.Fatalf("err = %v, want slot %d with our claim adopted", err, free)
+		}
+		if l.Slot != free || claims != 1 {
+			t.Errorf("slot %d after %d claims; want slot %d and one claim, ours, adopted", l.Slot, claims, free)
+		}
+	})
+}
+
+// The renewal before the handover comes after every request of the
+// acquire, --once-per-host's checks included: a lease is never handed over
+// with less than one renewal try before its stop deadline.
+func TestRenewedAfterTheLastCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			switch {
+			case r.Op == blobsim.OpSetMetadata && r.Seq == 0:
+				return blobsim.Plan{AnswerDelay: 4 * time.Second} // a slow claim
+			case r.Op == blobsim.OpGetProperties && r.Blob == DoneBlob("job", "vm-1"):
+				return blobsim.Plan{AnswerDelay: 4 * time.Second} // a slow done-marker read after it
+			}
+			return blobsim.Plan{}
+		}))
+		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{NoWait: true, OncePerHost: "vm-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := time.Until(l.stopAt()); left < l.renewTry() {
+			t.Errorf("handed over %v before the stop deadline, less than one renewal try (%v)", left, l.renewTry())
+		}
+	})
+}
+
+// blobsimSlotsElector is blobsimElector for a lease of n slots.
+func blobsimSlotsElector(t *testing.T, svc *blobsim.Service, client string, n int) *Elector {
+	t.Helper()
+	e := blobsimElector(t, svc, client, "job")
+	cfg := e.Config()
+	cfg.Slots = n
+	e, err := NewElector(e.b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
