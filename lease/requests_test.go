@@ -112,7 +112,7 @@ func TestConfigCheckAndRenewTiming(t *testing.T) {
 		if cfg.RenewInterval != tt.duration/3 || cfg.PollInterval != DefaultPollInterval {
 			t.Errorf("%s: defaults not filled: %+v", tt.duration, cfg)
 		}
-		l := newLease(&Blob{c: &Container{}}, cfg, "id", time.Now(), time.Time{})
+		l := newLease(&Blob{c: &Container{}}, cfg, nil, "id", time.Now(), time.Time{})
 		if window, try := cfg.RenewTiming(); window != tt.window || try != tt.try || try != l.renewTry() {
 			t.Errorf("%s, grace %s: RenewTiming %s, %s; want %s, %s, and the keeper's %s", tt.duration, tt.grace, window, try, tt.window, tt.try, l.renewTry())
 		}
