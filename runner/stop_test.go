@@ -219,7 +219,7 @@ func TestLeftoversStoppedBeforeDone(t *testing.T) {
 				return // whether the command exited before the Stop is a race
 			}
 			log := r.log.String()
-			want := "[WARN]  runner: stopped processes the command left running in its group: pgid=" + strconv.Itoa(r.p.Pid()) + " sigkill=" + strconv.FormatBool(tt.sigkill)
+			want := "[WARN]  runner: stopped processes the command left running: pgid=" + strconv.Itoa(r.p.Pid()) + " sigkill=" + strconv.FormatBool(tt.sigkill)
 			if !strings.Contains(log, want) {
 				t.Errorf("log lacks %q:\n%s", want, log)
 			}
