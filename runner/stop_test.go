@@ -309,3 +309,25 @@ func TestStatusRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardKilledAlone kills the guard alone, by its pid, while the command
+// runs with a grandchild in its group: the command dies with it (Linux:
+// parent-death signal; elsewhere as a leftover), the grandchild is stopped
+// as a leftover, and the guard's own end is the Result.
+func TestGuardKilledAlone(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "grand")
+	r := startChild(t, Config{KillGrace: 300 * time.Millisecond}, "RUNNER_TEST_CHILD=fork",
+		"RUNNER_TEST_PIDFILE="+pidfile, "RUNNER_TEST_IGNORE_TERM=1")
+	r.expect(t, "ready")
+	grand := readPid(t, pidfile)
+	if err := syscall.Kill(r.p.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.wait(t); res != (Result{ExitCode: -1, Signal: syscall.SIGKILL}) {
+		t.Errorf("Result = %+v, want the guard's SIGKILL", res)
+	}
+	if !gone(grand) {
+		t.Errorf("the grandchild %d still runs after Done", grand)
+	}
+}

@@ -21,19 +21,25 @@ func (p *Process) supervise() {
 	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
 		res, reported = parseStatus(line)
 	}
-	// One that did not report has died: reap it now. A subreaper stays
-	// until the command's processes are gone, as their reaper. Otherwise the
-	// guard leaves the group before it reports, so that the group holds
-	// only the command's leftovers; one still in it could not leave: reap it
-	// now, or it counts as one.
-	if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || (!guardIsSubreaper && pg == p.pgid) {
-		p.dismissGuard()
+	// A subreaper stays until the command's processes are gone, as their
+	// reaper, and one that died before reporting stays unreaped until then:
+	// its pid, the root of the command's processes, cannot be reused
+	// meanwhile, and a zombie is not counted among them. Without a
+	// subreaper, the guard leaves the group before it reports, so that the
+	// group holds only the command's leftovers: one that did not report has
+	// died, one still in the group could not leave: reap it now, or it
+	// counts as one.
+	if !guardIsSubreaper {
+		if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
+			p.dismissGuard()
+		}
 	}
 	p.drain()
 	p.status.Close()
 	if !reported {
-		// The guard died before reporting (SIGKILL sent to the group, say):
-		// its own status is the result.
+		// The guard died before reporting (SIGKILL sent to it, say): its
+		// own status is the result.
+		p.dismissGuard()
 		st := p.guard.ProcessState
 		res = Result{ExitCode: st.ExitCode()}
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
