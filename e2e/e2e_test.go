@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,15 +100,16 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":  cmdWaitfile,
-			"nooverlap": cmdNoOverlap,
-			"sleep":     cmdSleep,
-			"lines":     cmdLines,
-			"signal":    cmdSignal,
-			"startgap":  cmdStartGap,
-			"children":  cmdChildren,
-			"fakeimds":  fakeimds.ScriptCmd,
-			"slotruns":  cmdSlotRuns, // e2e_slots_test.go
+			"waitfile":     cmdWaitfile,
+			"nooverlap":    cmdNoOverlap,
+			"sleep":        cmdSleep,
+			"lines":        cmdLines,
+			"signal":       cmdSignal,
+			"startgap":     cmdStartGap,
+			"children":     cmdChildren,
+			"fakeimds":     fakeimds.ScriptCmd,
+			"slotruns":     cmdSlotRuns, // e2e_slots_test.go
+			"stderrclosed": cmdStderrClosed,
 		},
 	})
 }
@@ -148,6 +151,55 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unknown signal %s", args[0])
 	}
 	ts.Check(backgroundCmd(ts, args[1]).Process.Signal(sig))
+}
+
+// stderrclosed CMD [ARG...] runs CMD in the script's directory, with the
+// script's PATH, storage and container, its standard output to the script's
+// stdout, and its standard error a pipe whose reader has gone (as after
+// `2>&1 | head`, or a dropped ssh); then prints "status=N", or
+// "signal=NAME" when a signal ended it.
+func cmdStderrClosed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: stderrclosed CMD [ARG...]")
+	}
+	r, w, err := os.Pipe()
+	ts.Check(err)
+	r.Close()
+	defer w.Close()
+	env := os.Environ()
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "AZURE_STORAGE_CONNECTION_STRING", "LEADERRUN_CONTAINER"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	path := args[0]
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, args[0]); !strings.Contains(args[0], "/") && fileExecutable(p) {
+			path = p
+			break
+		}
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = ts.MkAbs("."), env, &out, w
+	err = cmd.Run()
+	ts.Stdout().Write(out.Bytes())
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		fmt.Fprintln(ts.Stdout(), "status=0")
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			fmt.Fprintln(ts.Stdout(), "signal="+unix.SignalName(ws.Signal()))
+		} else {
+			fmt.Fprintf(ts.Stdout(), "status=%d\n", ee.ExitCode())
+		}
+	default:
+		ts.Fatalf("stderrclosed: %v", err)
+	}
+}
+
+func fileExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // backgroundCmd is the one background command whose arguments contain word.
