@@ -96,17 +96,29 @@ func (o *runOptions) args(c *cobra.Command, args []string) error {
 // client logs to.
 func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	fs, r := c.Flags(), &o.run
+	// Started by COMMAND (nested), leaderrun does not take the lease name
+	// and identity that the leaderrun above it exported as its own: its
+	// lease name comes from -l or a LEADERRUN_LEASE set on purpose, and its
+	// identity is its own.
+	leaseGiven := fs.Changed("lease")
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}
-	if err := envDefaults(fs, map[string]string{
+	if !leaseGiven && leader.SetByLeaderrun("LEADERRUN_LEASE") {
+		return exit.Usagef("missing lease name: use -l NAME (LEADERRUN_LEASE=%q was set by the leaderrun this one runs under)", o.loc.lease)
+	}
+	env := map[string]string{
 		"identity":         "LEADERRUN_IDENTITY",
 		"lease-duration":   "LEADERRUN_LEASE_DURATION",
 		"ping-url":         "LEADERRUN_PING_URL",
 		"metrics-file":     "LEADERRUN_METRICS_FILE",
 		"schedule":         "LEADERRUN_SCHEDULE",
 		"scheduled-events": "LEADERRUN_SCHEDULED_EVENTS",
-	}); err != nil {
+	}
+	if leader.SetByLeaderrun("LEADERRUN_IDENTITY") {
+		delete(env, "identity")
+	}
+	if err := envDefaults(fs, env); err != nil {
 		return err
 	}
 	// The metadata service's address is checked only when the flag is on.
