@@ -278,12 +278,18 @@ func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// nooverlap [-runs N] FILE checks the begin/end records that lrchild -log
-// wrote: no two runs overlap in time, every run ended, and (with -runs)
-// there were exactly N runs.
+// nooverlap [-holders] [-runs N] FILE checks the begin/end records that
+// lrchild -log wrote: no two runs overlap in time, every run ended, and
+// (with -runs) there were exactly N runs. With -holders, a run is every
+// process one holder (LEADERRUN_IDENTITY) ran, from the first begin to the
+// last record: none of them may outlive the holder's lease.
 func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! nooverlap")
+	}
+	holders := false
+	if len(args) >= 1 && args[0] == "-holders" {
+		holders, args = true, args[1:]
 	}
 	wantRuns := -1
 	if len(args) >= 2 && args[0] == "-runs" {
@@ -292,10 +298,13 @@ func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
 		wantRuns, args = n, args[2:]
 	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: nooverlap [-runs N] FILE")
+		ts.Fatalf("usage: nooverlap [-holders] [-runs N] FILE")
 	}
 	runs, err := readRuns(ts.MkAbs(args[0]))
 	ts.Check(err)
+	if holders {
+		runs = byHolder(runs)
+	}
 	if wantRuns >= 0 && len(runs) != wantRuns {
 		ts.Fatalf("%d runs, want %d", len(runs), wantRuns)
 	}
@@ -380,6 +389,35 @@ func readRuns(path string) ([]run, error) {
 		runs = append(runs, *byID[k])
 	}
 	return runs, sc.Err()
+}
+
+// byHolder merges the runs of each identity into one, from its first begin
+// to its last record.
+func byHolder(runs []run) []run {
+	var out []run
+	at := map[string]int{}
+	for _, r := range runs {
+		f := strings.Fields(r.id) // PID TERM IDENTITY slot=SLOT
+		id := r.id
+		if len(f) >= 3 {
+			id = f[2]
+		}
+		i, ok := at[id]
+		if !ok {
+			at[id] = len(out)
+			r.id = id
+			out = append(out, r)
+			continue
+		}
+		m := &out[i]
+		if r.begin.Before(m.begin) {
+			m.begin = r.begin
+		}
+		if r.end.After(m.end) {
+			m.end = r.end
+		}
+	}
+	return out
 }
 
 func checkOverlap(runs []run) error {
