@@ -74,11 +74,12 @@ var guardSignals = []os.Signal{
 // stays until leaderrun dismisses it. It kills the command's processes
 // with SIGKILL (on Linux the whole subtree, elsewhere the group) when
 // leaderrun dies or when the kill deadline leaderrun last sent passes
-// (Process.SetKillDeadline). If leaderrun dies or discards it before the go-ahead, it exits
-// without starting anything. It prints nothing except a one-line
-// message when the command cannot be executed (status 127 or 126). In ps it
-// shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND [ARG...]". Run by
-// hand, it refuses (status 125): it would take over its caller's group.
+// (Process.SetKillDeadline). If leaderrun dies or discards it before the
+// go-ahead, it exits without starting anything. It prints nothing except a
+// one-line message when the command cannot be executed (status 127 or
+// 126). In ps it shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND
+// [ARG...]". Run by hand, it refuses (status 125): it would take over its
+// caller's group.
 func RunGuard(args []string) (code int, ok bool) {
 	if len(args) < 2 || args[1] != guardArg {
 		return 0, false
