@@ -49,6 +49,10 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 	if err := envDefaults(fs); err != nil {
 		return err
 	}
+	if o.lease == "" && leader.SetByLeaderrun("LEADERRUN_LEASE") {
+		return exit.Usagef("missing lease name: use -l NAME (LEADERRUN_LEASE=%s was set by the leaderrun this one runs under)",
+			exit.Quote(os.Getenv("LEADERRUN_LEASE")))
+	}
 	if o.lease == "" {
 		return exit.Usagef("missing lease name: use -l NAME or LEADERRUN_LEASE")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/leaderrun/leaderrun/exit"
+	"github.com/leaderrun/leaderrun/leader"
 	"github.com/leaderrun/leaderrun/runner"
 )
 
@@ -193,8 +194,8 @@ func envDefaults(fs *pflag.FlagSet) error {
 	for _, flag := range slices.Sorted(maps.Keys(flagEnv)) { // of several bad ones, the same is named every time
 		name := flagEnv[flag]
 		f := fs.Lookup(flag)
-		if f == nil || f.Changed {
-			continue
+		if f == nil || f.Changed || leader.SetByLeaderrun(name) {
+			continue // a value the leaderrun above exported for its COMMAND is not an input
 		}
 		v, ok := os.LookupEnv(name)
 		if !ok || v == "" {

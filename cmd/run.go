@@ -196,6 +196,10 @@ func isShellSafe(r rune) bool {
 // client logs to.
 func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	fs, r := c.Flags(), &o.run
+	// Started by COMMAND (nested), leaderrun does not take the lease name
+	// and identity that the leaderrun above it exported as its own
+	// (envDefaults): its lease name comes from -l or a LEADERRUN_LEASE set
+	// on purpose, and its identity is its own.
 	if err := o.loc.complete(fs); err != nil {
 		return err
 	}

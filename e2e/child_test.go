@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // childMain is lrchild, the COMMAND that the end-to-end scripts run under
@@ -26,6 +29,7 @@ func childMain() {
 	onTerm := fs.String("on-term", "", "on SIGTERM, create this file, run -term-delay longer, then exit -exit")
 	termDelay := fs.Duration("term-delay", time.Second, "with -on-term: how long shutting down takes")
 	grandchild := fs.String("grandchild", "", "start a grandchild (lrchild -ignore-term) that writes its pid to this file")
+	sigIgn := fs.String("sigign", "", "write the signals it inherited ignored (SigIgn), one name a line, to this file")
 	_ = fs.Parse(os.Args[1:])
 
 	record := func(event string) {
@@ -49,6 +53,11 @@ func childMain() {
 			}
 		}
 		if err := os.WriteFile(*envFile, []byte(b.String()), 0o644); err != nil {
+			os.Exit(99)
+		}
+	}
+	if *sigIgn != "" {
+		if err := os.WriteFile(*sigIgn, []byte(ignoredSignals()), 0o644); err != nil {
 			os.Exit(99)
 		}
 	}
@@ -92,6 +101,34 @@ func childMain() {
 			record("beat")
 		}
 	}
+}
+
+// ignoredSignals lists the signals this process inherited ignored, from
+// SigIgn in /proc/self/status (Linux), one name (SIGHUP) a line.
+func ignoredSignals() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	var out strings.Builder
+	for line := range strings.SplitSeq(string(b), "\n") {
+		mask, ok := strings.CutPrefix(line, "SigIgn:")
+		if !ok {
+			continue
+		}
+		bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+		if err != nil {
+			return ""
+		}
+		for sig := 1; sig <= 64; sig++ {
+			if bits&(1<<(sig-1)) != 0 {
+				if name := unix.SignalName(syscall.Signal(sig)); name != "" {
+					out.WriteString(name + "\n")
+				}
+			}
+		}
+	}
+	return out.String()
 }
 
 // notifyListenMain is notifylisten SOCKET OUT DURATION: it stands in for

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,15 +100,16 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":  cmdWaitfile,
-			"nooverlap": cmdNoOverlap,
-			"sleep":     cmdSleep,
-			"lines":     cmdLines,
-			"signal":    cmdSignal,
-			"startgap":  cmdStartGap,
-			"children":  cmdChildren,
-			"fakeimds":  fakeimds.ScriptCmd,
-			"slotruns":  cmdSlotRuns, // e2e_slots_test.go
+			"waitfile":     cmdWaitfile,
+			"nooverlap":    cmdNoOverlap,
+			"sleep":        cmdSleep,
+			"lines":        cmdLines,
+			"signal":       cmdSignal,
+			"startgap":     cmdStartGap,
+			"children":     cmdChildren,
+			"fakeimds":     fakeimds.ScriptCmd,
+			"slotruns":     cmdSlotRuns, // e2e_slots_test.go
+			"stderrclosed": cmdStderrClosed,
 		},
 	})
 }
@@ -148,6 +151,55 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unknown signal %s", args[0])
 	}
 	ts.Check(backgroundCmd(ts, args[1]).Process.Signal(sig))
+}
+
+// stderrclosed CMD [ARG...] runs CMD in the script's directory, with the
+// script's PATH, storage and container, its standard output to the script's
+// stdout, and its standard error a pipe whose reader has gone (as after
+// `2>&1 | head`, or a dropped ssh); then prints "status=N", or
+// "signal=NAME" when a signal ended it.
+func cmdStderrClosed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: stderrclosed CMD [ARG...]")
+	}
+	r, w, err := os.Pipe()
+	ts.Check(err)
+	r.Close()
+	defer w.Close()
+	env := os.Environ()
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "AZURE_STORAGE_CONNECTION_STRING", "LEADERRUN_CONTAINER"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	path := args[0]
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, args[0]); !strings.Contains(args[0], "/") && fileExecutable(p) {
+			path = p
+			break
+		}
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = ts.MkAbs("."), env, &out, w
+	err = cmd.Run()
+	ts.Stdout().Write(out.Bytes())
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		fmt.Fprintln(ts.Stdout(), "status=0")
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			fmt.Fprintln(ts.Stdout(), "signal="+unix.SignalName(ws.Signal()))
+		} else {
+			fmt.Fprintf(ts.Stdout(), "status=%d\n", ee.ExitCode())
+		}
+	default:
+		ts.Fatalf("stderrclosed: %v", err)
+	}
+}
+
+func fileExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // backgroundCmd is the one background command whose arguments contain word.
@@ -226,12 +278,18 @@ func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// nooverlap [-runs N] FILE checks the begin/end records that lrchild -log
-// wrote: no two runs overlap in time, every run ended, and (with -runs)
-// there were exactly N runs.
+// nooverlap [-holders] [-runs N] FILE checks the begin/end records that
+// lrchild -log wrote: no two runs overlap in time, every run ended, and
+// (with -runs) there were exactly N runs. With -holders, a run is every
+// process one holder (LEADERRUN_IDENTITY) ran, from the first begin to the
+// last record: none of them may outlive the holder's lease.
 func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! nooverlap")
+	}
+	holders := false
+	if len(args) >= 1 && args[0] == "-holders" {
+		holders, args = true, args[1:]
 	}
 	wantRuns := -1
 	if len(args) >= 2 && args[0] == "-runs" {
@@ -240,10 +298,13 @@ func cmdNoOverlap(ts *testscript.TestScript, neg bool, args []string) {
 		wantRuns, args = n, args[2:]
 	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: nooverlap [-runs N] FILE")
+		ts.Fatalf("usage: nooverlap [-holders] [-runs N] FILE")
 	}
 	runs, err := readRuns(ts.MkAbs(args[0]))
 	ts.Check(err)
+	if holders {
+		runs = byHolder(runs)
+	}
 	if wantRuns >= 0 && len(runs) != wantRuns {
 		ts.Fatalf("%d runs, want %d", len(runs), wantRuns)
 	}
@@ -328,6 +389,35 @@ func readRuns(path string) ([]run, error) {
 		runs = append(runs, *byID[k])
 	}
 	return runs, sc.Err()
+}
+
+// byHolder merges the runs of each identity into one, from its first begin
+// to its last record.
+func byHolder(runs []run) []run {
+	var out []run
+	at := map[string]int{}
+	for _, r := range runs {
+		f := strings.Fields(r.id) // PID TERM IDENTITY slot=SLOT
+		id := r.id
+		if len(f) >= 3 {
+			id = f[2]
+		}
+		i, ok := at[id]
+		if !ok {
+			at[id] = len(out)
+			r.id = id
+			out = append(out, r)
+			continue
+		}
+		m := &out[i]
+		if r.begin.Before(m.begin) {
+			m.begin = r.begin
+		}
+		if r.end.After(m.end) {
+			m.end = r.end
+		}
+	}
+	return out
 }
 
 func checkOverlap(runs []run) error {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -77,6 +78,7 @@ func (h *heldRun) start(ctx context.Context) error {
 		"LEADERRUN_TERM="+strconv.FormatInt(l.Term, 10),
 		"LEADERRUN_IDENTITY="+l.Identity,
 		"LEADERRUN_SLOT="+strconv.Itoa(l.Slot),
+		ExportedVar+"="+exportedMarker(map[string]string{"LEADERRUN_LEASE": l.Name, "LEADERRUN_IDENTITY": l.Identity}),
 	)
 	if !l.Occurrence.IsZero() {
 		h.env = append(h.env, "LEADERRUN_OCCURRENCE="+l.Occurrence.UTC().Format(time.RFC3339))
@@ -327,6 +329,40 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	return out.exitErr()
+}
+
+// ExportedVar names, in COMMAND's environment, the variables that leaderrun
+// set itself among those a leaderrun also reads as inputs (LEADERRUN_LEASE,
+// LEADERRUN_IDENTITY), with the values it gave them, in URL query encoding:
+// "LEADERRUN_IDENTITY=vm-1%3A4242&LEADERRUN_LEASE=nightly". A variable it
+// only passed on unchanged (the operator's LEADERRUN_IDENTITY) is not
+// named. A leaderrun started by COMMAND (nested) does not take a variable
+// that still holds the value named there as its own (see SetByLeaderrun).
+const ExportedVar = "LEADERRUN_EXPORTED"
+
+// exportedMarker is ExportedVar's value for the values leaderrun exports
+// (name → value): those that differ from leaderrun's own environment.
+func exportedMarker(exported map[string]string) string {
+	set := url.Values{}
+	for name, v := range exported {
+		if old, ok := os.LookupEnv(name); !ok || old != v {
+			set.Set(name, v)
+		}
+	}
+	return set.Encode()
+}
+
+// SetByLeaderrun reports whether the environment variable name holds the
+// value that the leaderrun this process runs under (as COMMAND, or below
+// it) set itself, as ExportedVar says: a nested leaderrun must not take it
+// as its own input. A value its caller set on purpose (another one) is not.
+func SetByLeaderrun(name string) bool {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return false
+	}
+	set, err := url.ParseQuery(os.Getenv(ExportedVar))
+	return err == nil && set.Has(name) && set.Get(name) == v
 }
 
 func (h *heldRun) recordEnd(ctx context.Context, code int) {

@@ -93,8 +93,16 @@ func Run(ctx context.Context, o Options) error {
 	sigs := o.Signals
 	if sigs == nil {
 		own := make(chan os.Signal, 8)
-		signal.Notify(own, outsideSignals...)
-		defer signal.Stop(own)
+		if handled := handledSignals(); len(handled) > 0 { // none would mean all
+			signal.Notify(own, handled...)
+			defer signal.Stop(own)
+		}
+		// A log line to a stderr whose reader has gone (`2>&1 | head`, a
+		// dropped ssh) must not kill leaderrun by SIGPIPE while COMMAND
+		// runs: caught (not ignored, so that COMMAND keeps the default),
+		// the write just fails. Never stopped: the last log line comes
+		// after Run returns.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		sigs = own
 	}
 	if o.Launcher == nil {
@@ -166,6 +174,19 @@ var (
 	terminatingSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 	outsideSignals     = append(terminatingSignals, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 )
+
+// handledSignals are the outsideSignals that leaderrun did not inherit
+// ignored: Notify would undo an ignored disposition, and nohup's SIGHUP
+// must stay ignored, by leaderrun and by COMMAND, which inherits it.
+func handledSignals() []os.Signal {
+	var out []os.Signal
+	for _, s := range outsideSignals {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // terminating reports whether sig asks leaderrun to stop.
 func terminating(sig os.Signal) bool { return slices.Contains(terminatingSignals, sig) }

@@ -2,8 +2,8 @@
 
 // The guard: leaderrun re-executed with a hidden first argument, which
 // leads the command's process group, starts the command on leaderrun's
-// go-ahead, and kills the group when leaderrun dies or the kill deadline
-// passes.
+// go-ahead, adopts and reaps the command's orphans (Linux), and kills the
+// command's processes when leaderrun dies or the kill deadline passes.
 
 package runner
 
@@ -47,12 +47,17 @@ const (
 )
 
 // guardSignals are caught and dropped by the guard: leaderrun sends every
-// signal to the whole group, so the command gets them directly, and the
-// guard must outlive the command. They are caught, not ignored, because an
-// ignored disposition would be inherited by the command across exec.
+// signal to the command's processes itself, and the guard must outlive
+// them. The terminal's job-control signals are among them: Ctrl-Z (SIGTSTP)
+// goes to the whole foreground group, and a stopped guard would neither
+// report the command's exit, nor read the lifeline, nor keep the kill
+// deadline. They are caught, not ignored, because an ignored disposition
+// would be inherited by the command across exec: the command keeps the
+// defaults.
 var guardSignals = []os.Signal{
 	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGPIPE,
+	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 }
 
 // RunGuard runs the guard when args (os.Args) ask for it; ok is false
@@ -63,14 +68,18 @@ var guardSignals = []os.Signal{
 // The guard is internal to Prepare and Start: it leads the command's process
 // group, waits for leaderrun's go-ahead (the command's environment and kill
 // deadline, see Launch), starts the command as its child, drops the signals
-// leaderrun sends to the group, kills the group with SIGKILL when leaderrun
-// dies or when the kill deadline leaderrun last sent passes
-// (Process.SetKillDeadline), and reports the command's wait status to
-// leaderrun. If leaderrun dies or discards it before the go-ahead, it exits
-// without starting anything. It prints nothing except a one-line
-// message when the command cannot be executed (status 127 or 126). In ps it
-// shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND [ARG...]". Run by
-// hand, it refuses (status 125): it would take over its caller's group.
+// leaderrun sends to the group, and reports the command's wait status to
+// leaderrun. On Linux it is the child subreaper of the command's subtree:
+// it adopts and reaps every orphan of it, in whatever group or session, and
+// stays until leaderrun dismisses it. It kills the command's processes
+// with SIGKILL (on Linux the whole subtree, elsewhere the group) when
+// leaderrun dies or when the kill deadline leaderrun last sent passes
+// (Process.SetKillDeadline). If leaderrun dies or discards it before the
+// go-ahead, it exits without starting anything. It prints nothing except a
+// one-line message when the command cannot be executed (status 127 or
+// 126). In ps it shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND
+// [ARG...]". Run by hand, it refuses (status 125): it would take over its
+// caller's group.
 func RunGuard(args []string) (code int, ok bool) {
 	if len(args) < 2 || args[1] != guardArg {
 		return 0, false
@@ -121,21 +130,27 @@ func runGuard(args []string) int {
 	}
 	close(armed)
 	if deadline != 0 && untilMonotonic(deadline) <= 0 {
-		// Already past the kill deadline: the command must not start. The
-		// group, the guard alone, is killed as it would have been.
-		_ = signalGroup(pgid, unix.SIGKILL)
+		// Already past the kill deadline: the command must not start.
+		// leaderrun sees a command killed at it (without a subreaper the
+		// group, the guard alone, is killed as it would have been).
+		tree{root: pgid}.kill()
+		_, _ = status.WriteString(formatStatus(-1, unix.SIGKILL))
 		<-released
 		return 128 + int(unix.SIGKILL)
 	}
 
 	code, sig := runCommand(path, argv, env)
 
-	// Leave the group for leaderrun's, so that the group now holds only what
-	// the command left behind and leaderrun can tell when it is empty. The
-	// lifeline keeps covering the group. If this fails (leaderrun has just
-	// died, say), leaderrun kills the guard when it sees it still there.
-	if ppg, err := unix.Getpgid(unix.Getppid()); err == nil {
-		_ = unix.Setpgid(0, ppg)
+	// Without a subreaper, leave the group for leaderrun's, so that the
+	// group now holds only what the command left behind and leaderrun can
+	// tell when it is empty. The lifeline keeps covering the group. If this
+	// fails (leaderrun has just died, say), leaderrun kills the guard when
+	// it sees it still there. A subreaper stays: leaderrun tells the
+	// command's processes from it, and it must outlive them.
+	if !guardIsSubreaper {
+		if ppg, err := unix.Getpgid(unix.Getppid()); err == nil {
+			_ = unix.Setpgid(0, ppg)
+		}
 	}
 	_, _ = status.WriteString(formatStatus(code, sig))
 	// Wait for leaderrun to dismiss the guard (SIGKILL) or to die.
@@ -168,8 +183,9 @@ func guardFiles() (lifeline, status, launch *os.File, err error) {
 func dropSignals() {
 	caught := make(chan os.Signal, 16)
 	for _, s := range guardSignals {
-		// A signal ignored by whoever started leaderrun (nohup) stays
-		// ignored, for the guard and for the command.
+		// A signal the guard inherited ignored stays ignored, for the guard
+		// and for the command: leaderrun keeps a disposition to ignore
+		// that it inherited (nohup's SIGHUP) and so passes it on.
 		if !signal.Ignored(s) {
 			signal.Notify(caught, s)
 		}
@@ -200,13 +216,16 @@ func watchLifeline(lifeline *os.File, pgid int, deadlines chan int64, armed, rel
 		}
 		deadlines <- int64(binary.BigEndian.Uint64(buf[:]))
 	}
-	// Nothing in the group may outlive leaderrun.
-	_ = signalGroup(pgid, unix.SIGKILL)
+	// Nothing of the command may outlive leaderrun: the guard kills it all
+	// and, a subreaper, stays until it is gone (bounded), so that no orphan
+	// goes to init meanwhile.
+	tree{root: pgid}.kill()
 	close(released)
 }
 
-// deadManSwitch kills the group when the latest kill deadline leaderrun
-// sent (Process.SetKillDeadline) passes before a later one arrives.
+// deadManSwitch kills the command's processes when the latest kill
+// deadline leaderrun sent (Process.SetKillDeadline) passes before a later
+// one arrives.
 func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -222,14 +241,16 @@ func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
 				timer.Reset(left)
 				continue
 			}
-			_ = signalGroup(pgid, unix.SIGKILL)
+			tree{root: pgid}.kill()
 			return
 		}
 	}
 }
 
 // runCommand runs the command as the guard's child, in the guard's group,
-// with env as its whole environment, and returns how it ended.
+// with env as its whole environment, and returns how it ended. On Linux the
+// guard becomes the child subreaper first, and reaps the orphans it adopts
+// from then on, never the command, which its own waiter reaps.
 func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) {
 	cmd := &exec.Cmd{
 		Path:   path,
@@ -239,20 +260,34 @@ func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) 
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 	}
+	// Without it (Linux before 3.4) the command's group is still covered.
+	_ = becomeSubreaper()
+	orphans := newReaper()
 	// On Linux the command gets a parent-death signal, so that it cannot
 	// outlive the guard.
-	done, err := pdeath.Start(cmd)
+	var done <-chan struct{}
+	err := orphans.start(func() (int, <-chan struct{}, error) {
+		var err error
+		if done, err = pdeath.Start(cmd); err != nil {
+			return 0, nil, err
+		}
+		return cmd.Process.Pid, done, nil
+	})
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
+		// The guard's one line to the terminal: with SIGTTOU ignored, so
+		// that `stty tostop` cannot stop it there. No command inherits that.
+		signal.Ignore(syscall.SIGTTOU)
 		fmt.Fprintf(os.Stderr, "leaderrun: %s: %v\n", path, err)
 		if errors.Is(err, fs.ErrNotExist) {
 			return 127, 0
 		}
 		return 126, 0
 	}
+	go orphans.run(true)
 	<-done
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, ws.Signal()

@@ -209,11 +209,27 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 		Stderr:      w,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	exited, err := pdeath.Start(cmd)
+	// The shell stays unreaped until its group has been killed and has
+	// emptied, so that its pid, the group's id, cannot be reused meanwhile.
+	// As PID 1, leaderrun's reaper leaves it to reapShell.
+	var exited <-chan struct{}
+	var reap func()
+	reaped := make(chan struct{})
+	err = pid1Reaper().start(func() (int, <-chan struct{}, error) {
+		var err error
+		if exited, reap, err = pdeath.StartUnreaped(cmd); err != nil {
+			return 0, nil, err
+		}
+		return cmd.Process.Pid, reaped, nil
+	})
 	w.Close()
 	if err != nil {
 		r.Close()
 		return checkResult{why: "could not start: " + err.Error()}
+	}
+	reapShell := func() {
+		reap()
+		close(reaped)
 	}
 
 	out := &tailBuffer{max: healthOutputMax}
@@ -239,6 +255,12 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 	// Whatever ended the wait, nothing of the check may outlive it: its
 	// leftovers when the shell exited, the whole group when it did not.
 	c.endGroup(cmd.Process.Pid, exited)
+	select {
+	case <-exited:
+		reapShell()
+	default:
+		go reapShell() // stuck in the kernel after SIGKILL: reaped when it leaves
+	}
 
 	select {
 	case <-outDone:
@@ -265,13 +287,15 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 }
 
 // endGroup sends SIGKILL to the check's group, waits for the shell (its
-// leader) to be reaped, then for the group to be empty, within killWait.
-//
-// A shell already reaped may have had its pid reused as a group id only if
-// the group is empty and pids have wrapped since: a group's id is not reused
-// while it has a member.
+// leader) to exit, then for the group to be empty, within killWait. The
+// caller reaps the shell after: until then its pid, which is the group's
+// id, cannot be reused (on Linux; elsewhere the shell is already reaped and
+// a reuse needs the pids to wrap in between).
 func (c HealthConfig) endGroup(pgid int, exited <-chan struct{}) {
 	kill := func() {
+		if testHookKillCheck != nil {
+			testHookKillCheck(pgid)
+		}
 		if err := signalGroup(pgid, unix.SIGKILL); err != nil {
 			c.Logger.Warn("could not kill the health check's process group", "pgid", pgid, "error", err)
 		}
@@ -287,12 +311,16 @@ func (c HealthConfig) endGroup(pgid int, exited <-chan struct{}) {
 			"pgid", pgid, "waited", killWait)
 		return
 	}
-	group := groupWatch{pgid: pgid}
-	if group.alive() && !group.awaitEmpty(func() time.Time { return killedAt }, kill) {
+	group := &groupWatch{pgid: pgid}
+	if group.alive() && !awaitEmpty(group, func() time.Time { return killedAt }, kill) {
 		c.Logger.Warn("processes remain in the health check's group after SIGKILL; giving up waiting for them",
 			"pgid", pgid, "waited", time.Since(killedAt).Round(time.Millisecond))
 	}
 }
+
+// testHookKillCheck, when set by a test, is called before each SIGKILL to a
+// check's group.
+var testHookKillCheck func(pgid int)
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

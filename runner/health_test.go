@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -509,5 +510,32 @@ func TestTailBuffer(t *testing.T) {
 				t.Errorf("the buffer grew: len %d cap %d", len(b.buf), cap(b.buf))
 			}
 		})
+	}
+}
+
+// TestHealthKillsBeforeReaping: the check's group is killed while its
+// shell, the group's leader, is still unreaped, so that neither its pid nor
+// the group's id can have been reused by then. Not parallel: it sets a hook
+// of the package. Linux only: elsewhere the shell is reaped first.
+func TestHealthKillsBeforeReaping(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a check's shell is left unreaped on Linux only")
+	}
+	var kills, unreaped int
+	testHookKillCheck = func(pgid int) {
+		kills++
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pgid)); err == nil {
+			unreaped++
+		}
+	}
+	defer func() { testHookKillCheck = nil }()
+	c := HealthConfig{Cmd: "exit 0", Logger: hclog.NewNullLogger()}.WithDefaults()
+	for range 3 {
+		if res := c.check(context.Background()); res.why != "" {
+			t.Fatalf("the check failed: %s", res.why)
+		}
+	}
+	if kills == 0 || unreaped != kills {
+		t.Errorf("%d of %d kills of a check's group came after its shell was reaped", kills-unreaped, kills)
 	}
 }

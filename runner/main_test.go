@@ -4,6 +4,8 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -66,9 +68,20 @@ func TestMain(m *testing.M) {
 //	env     print the value of the variable named by RUNNER_TEST_VAR
 //	environ print each entry of its environment, Go-quoted, then "end"
 //	fork    start a "grand" grandchild, wait for its pid file, print "ready",
-//	        then exit 0 if RUNNER_TEST_THEN is "exit", else sleep
+//	        then exit RUNNER_TEST_CODE if RUNNER_TEST_THEN is "exit", else
+//	        sleep. RUNNER_TEST_ESCAPE says how the grandchild leaves the
+//	        command's group: "setsid" (a session of its own), "group" (a
+//	        group of its own, as timeout(1) does), "daemon" (a double fork
+//	        into a session of its own: an orphan) or "" (it stays).
+//	        RUNNER_TEST_ARGV (space-separated) runs that program, given the
+//	        pid file as its last argument, instead of "grand"
+//	spawn   start RUNNER_TEST_ARGV (as "grand" if it is the test binary) in
+//	        a session of its own and exit at once (a double fork's middle)
 //	grand   ignore SIGTERM if RUNNER_TEST_IGNORE_TERM is set, write its pid
-//	        to RUNNER_TEST_PIDFILE, sleep
+//	        to RUNNER_TEST_PIDFILE, sleep (until RUNNER_TEST_GO exists, if
+//	        set, then exit 0)
+//	sigign  print the signals it inherited ignored (SigIgn of
+//	        /proc/self/status), then "end"
 //	parent  be leaderrun: Start a "fork" command, write the group's id to
 //	        RUNNER_TEST_DIR/guard, log to stderr, wait to be killed
 //	prepare be leaderrun waiting for the lease: Prepare a command that would
@@ -79,8 +92,13 @@ func TestMain(m *testing.M) {
 //	        and the command's status if the terminal is back in our group.
 //	        With RUNNER_TEST_PREPARE set, Prepare it first, print "kept" if
 //	        the terminal is still our group's, wait for a SIGINT, print
-//	        "interrupted", then Launch it
+//	        "interrupted", then Launch it. With RUNNER_TEST_LOG_TTY set,
+//	        write a line to the terminal once the command holds it, as
+//	        leaderrun's log does
 //	health  be leaderrun running a health check (see healthChild)
+//	pid1    be leaderrun as PID 1 (see pid1Child)
+//	shell   be a shell on a terminal: put a "tty" child in a process group
+//	        of its own in the foreground, and exit with its status
 //
 // With RUNNER_TEST_TTY set, catch first prints whether its group is in the
 // terminal's foreground, then reads a line from stdin and prints it.
@@ -114,7 +132,45 @@ func child(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		time.Sleep(childLife)
+		for end := time.Now().Add(childLife); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if f := os.Getenv("RUNNER_TEST_GO"); f != "" {
+				if _, err := os.Stat(f); err == nil {
+					return 0
+				}
+			}
+		}
+		return 0
+	case "spawn":
+		argv := strings.Fields(os.Getenv("RUNNER_TEST_ARGV"))
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand")
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "sigign":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if mask, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return 1
+				}
+				for sig := 1; sig <= 64; sig++ {
+					if bits&(1<<(sig-1)) != 0 {
+						fmt.Println(syscall.Signal(sig))
+					}
+				}
+			}
+		}
+		fmt.Println("end")
 		return 0
 	case "parent":
 		return parentChild()
@@ -124,6 +180,10 @@ func child(mode string) int {
 		return ttyChild()
 	case "health":
 		return healthChild()
+	case "pid1":
+		return pid1Child()
+	case "shell":
+		return shellChild()
 	}
 	fmt.Fprintln(os.Stderr, "unknown RUNNER_TEST_CHILD mode", mode)
 	return 2
@@ -132,6 +192,7 @@ func child(mode string) int {
 var signalsByName = map[string]syscall.Signal{
 	"TERM": syscall.SIGTERM, "INT": syscall.SIGINT, "HUP": syscall.SIGHUP,
 	"USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2, "WINCH": syscall.SIGWINCH,
+	"TSTP": syscall.SIGTSTP, "TTIN": syscall.SIGTTIN, "TTOU": syscall.SIGTTOU,
 }
 
 func catchChild() int {
@@ -175,9 +236,26 @@ func forkChild() int {
 	}
 	g := exec.Command(os.Args[0])
 	g.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand")
+	if argv := os.Getenv("RUNNER_TEST_ARGV"); argv != "" {
+		f := append(strings.Fields(argv), pidfile)
+		g = exec.Command(f[0], f[1:]...)
+	}
+	switch os.Getenv("RUNNER_TEST_ESCAPE") {
+	case "setsid":
+		g.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	case "group":
+		g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	case "daemon":
+		argv := strings.Join(g.Args, " ")
+		g = exec.Command(os.Args[0])
+		g.Env = append(os.Environ(), "RUNNER_TEST_CHILD=spawn", "RUNNER_TEST_ARGV="+argv)
+	}
 	if err := g.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if os.Getenv("RUNNER_TEST_ESCAPE") == "daemon" {
+		_ = g.Wait()
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(pidfile); err == nil {
@@ -190,7 +268,8 @@ func forkChild() int {
 	}
 	fmt.Println("ready")
 	if os.Getenv("RUNNER_TEST_THEN") == "exit" {
-		return 0
+		code, _ := strconv.Atoi(os.Getenv("RUNNER_TEST_CODE"))
+		return code
 	}
 	time.Sleep(childLife)
 	return 0
@@ -205,6 +284,7 @@ func parentChild() int {
 		"RUNNER_TEST_CMD_PIDFILE="+filepath.Join(dir, "cmd"),
 		"RUNNER_TEST_THEN="+os.Getenv("RUNNER_TEST_THEN"),
 		"RUNNER_TEST_IGNORE_TERM="+os.Getenv("RUNNER_TEST_IGNORE_TERM"),
+		"RUNNER_TEST_ESCAPE="+os.Getenv("RUNNER_TEST_ESCAPE"),
 	)
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -271,6 +351,18 @@ func ttyChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if os.Getenv("RUNNER_TEST_LOG_TTY") != "" {
+		tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if _, err := fmt.Fprintln(tty, "leaderrun: a log line while the command holds the terminal"); err != nil {
+			fmt.Fprintln(os.Stderr, "write the terminal:", err)
+			return 1
+		}
+		tty.Close()
+	}
 	select {
 	case <-p.Done():
 	case <-time.After(childLife):
@@ -282,6 +374,71 @@ func ttyChild() int {
 	}
 	fmt.Println("reclaimed", p.Result().Code())
 	return 0
+}
+
+// shellChild plays an interactive shell: the leaderrun it starts (a "tty"
+// child, logging to the terminal) is a job in a group of its own that it
+// puts in the terminal's foreground, in the shell's session, so that the
+// job's group is not orphaned and job-control signals stop it.
+func shellChild() int {
+	c := exec.Command(os.Args[0])
+	c.Env = append(testEnv(), "RUNNER_TEST_CHILD=tty", "RUNNER_TEST_LOG_TTY=1")
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	if err := c.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "job:", err)
+		return 1
+	}
+	return 0
+}
+
+// pid1Child plays leaderrun as PID 1 of a pid namespace of its own (unshare
+// --pid --fork --mount-proc): it runs health checks whose shells leave
+// orphans behind, which are reparented to it, and prints "passed N" (the
+// checks' results must still be theirs), then "clean" once it has no child
+// left, or the children it still has after a few seconds.
+func pid1Child() int {
+	if os.Getpid() != 1 {
+		fmt.Println("not PID 1")
+		return 1
+	}
+	c := HealthConfig{
+		Cmd:    "setsid sleep 0.05 & sleep 0.05 & (sleep 0.05 &) ; exit 0",
+		Logger: hclog.NewNullLogger(),
+	}.WithDefaults()
+	passed := 0
+	for range 5 {
+		if res := c.check(context.Background()); res.why == "" {
+			passed++
+		} else {
+			fmt.Println("check failed:", res.why)
+		}
+	}
+	fmt.Println("passed", passed)
+	deadline := time.Now().Add(goneTime)
+	for {
+		var left []string
+		procs, _ := os.ReadDir("/proc")
+		for _, e := range procs {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			i := bytes.LastIndexByte(b, ')')
+			if f := bytes.Fields(b[i+1:]); len(f) > 1 && string(f[1]) == "1" {
+				left = append(left, e.Name()+":"+string(f[0]))
+			}
+		}
+		if len(left) == 0 {
+			fmt.Println("clean")
+			return 0
+		}
+		if time.Now().After(deadline) {
+			fmt.Println("children left:", strings.Join(left, " "))
+			return 1
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // prepareOnTerminal prepares cfg's command, checks that the terminal stays

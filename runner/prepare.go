@@ -99,6 +99,12 @@ func Prepare(cfg Config) (*Prepared, error) {
 		}
 		theirs[i], ours[i] = r, w
 	}
+	// SetKillDeadline writes the lifeline without ever waiting for room.
+	if err := setNonblock(ours[0]); err != nil {
+		closeFiles(theirs[:])
+		closeFiles(ours[:])
+		return nil, fmt.Errorf("runner: lifeline pipe: %w", err)
+	}
 	guard := &exec.Cmd{
 		Path:        self,
 		Args:        append([]string{name, guardArg, guardProtocol, path, "--"}, cfg.Argv...),
@@ -108,7 +114,15 @@ func Prepare(cfg Config) (*Prepared, error) {
 		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	err = guard.Start()
+	// As PID 1, leaderrun reaps orphans, but never the guard: its waiter is
+	// dismissGuard.
+	guardReaped := make(chan struct{})
+	err = pid1Reaper().start(func() (int, <-chan struct{}, error) {
+		if err := guard.Start(); err != nil {
+			return 0, nil, err
+		}
+		return guard.Process.Pid, guardReaped, nil
+	})
 	closeFiles(theirs[:])
 	if err != nil {
 		closeFiles(ours[:])
@@ -122,14 +136,17 @@ func Prepare(cfg Config) (*Prepared, error) {
 		stdin:  stdin,
 		launch: ours[2],
 		proc: &Process{
-			log:      log,
-			guard:    guard,
-			pgid:     pgid,
-			stopSig:  cmp.Or(cfg.StopSignal, syscall.SIGTERM),
-			grace:    cfg.KillGrace,
-			lifeline: ours[0],
-			status:   ours[1],
-			done:     make(chan struct{}),
+			log:         log,
+			guard:       guard,
+			guardReaped: guardReaped,
+			pgid:        pgid,
+			procs:       tree{root: pgid},
+			stopSig:     cmp.Or(cfg.StopSignal, syscall.SIGTERM),
+			grace:       cfg.KillGrace,
+			restoreTTOU: func() {},
+			lifeline:    ours[0],
+			status:      ours[1],
+			done:        make(chan struct{}),
 		},
 	}, nil
 }
@@ -138,6 +155,20 @@ func closeFiles(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
+}
+
+// setNonblock puts f in non-blocking mode, without f.Fd (which would put it
+// back in blocking mode).
+func setNonblock(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetNonblock(int(fd), true) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // Launch has the guard start the command with env as its whole environment
@@ -178,7 +209,9 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 	// go-ahead, leaderrun's group keeps it.
 	tty := foregroundTerminal(p.stdin)
 	if tty >= 0 {
+		proc.restoreTTOU = ignoreTTOU()
 		if err := unix.IoctlSetPointerInt(tty, unix.TIOCSPGRP, proc.pgid); err != nil {
+			proc.restoreTTOU()
 			p.discardLocked()
 			return nil, fmt.Errorf("runner: start %s: give it the terminal: %w", p.name, err)
 		}
@@ -190,6 +223,7 @@ func (p *Prepared) Launch(env []string) (*Process, error) {
 	if err != nil {
 		if tty >= 0 {
 			_ = reclaimTerminal(tty)
+			proc.restoreTTOU()
 		}
 		p.discardLocked()
 		if errors.Is(err, syscall.EPIPE) {
@@ -255,6 +289,20 @@ func foregroundTerminal(f *os.File) int {
 		return -1
 	}
 	return fd
+}
+
+// ignoreTTOU ignores SIGTTOU from the terminal's hand-over to the command's
+// group until the returned function is called, once it is reclaimed:
+// leaderrun is a background process meanwhile, and under `stty tostop` its
+// own log lines on the terminal would otherwise stop it. A disposition to
+// ignore it that leaderrun inherited is left as it is. The health check's
+// shell, started meanwhile, inherits it ignored (it has no terminal).
+func ignoreTTOU() (restore func()) {
+	if signal.Ignored(syscall.SIGTTOU) {
+		return func() {}
+	}
+	signal.Ignore(syscall.SIGTTOU)
+	return sync.OnceFunc(func() { signal.Reset(syscall.SIGTTOU) })
 }
 
 // reclaimTerminal puts leaderrun's process group back in the terminal's

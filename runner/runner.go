@@ -96,23 +96,27 @@ func lookup(argv0 string) (string, error) {
 	return "", &ExecError{Path: argv0, Code: code, Err: err}
 }
 
-// Process is a running command and its process group. Its methods are safe
-// for concurrent use.
+// Process is a running command and its processes: its process group and,
+// on Linux, every descendant. Its methods are safe for concurrent use.
 type Process struct {
-	log      hclog.Logger
-	guard    *exec.Cmd
-	pgid     int
-	stopSig  syscall.Signal
-	grace    time.Duration
-	tty      int      // the terminal handed to the group, -1 when none
-	lifeline *os.File // write end; the guard kills the group when it is closed
-	status   *os.File // read end; the guard writes the command's wait status to it
+	log         hclog.Logger
+	guard       *exec.Cmd
+	guardReaped chan struct{} // closed once dismissGuard has reaped the guard
+	pgid        int
+	procs       tree // the command's processes: the guard's subtree and group
+	stopSig     syscall.Signal
+	grace       time.Duration
+	tty         int      // the terminal handed to the group, -1 when none
+	restoreTTOU func()   // ends the ignoring of SIGTTOU that began with the terminal's hand-over
+	lifeline    *os.File // write end; the guard kills the command's processes when it is closed
+	status      *os.File // read end; the guard writes the command's wait status to it
 
 	done   chan struct{}
 	result Result
 
 	mu         sync.Mutex
-	gone       bool      // the group is empty: send nothing more
+	gone       bool      // the command's processes are gone: send nothing more
+	signalErr  bool      // a failure to signal was logged: log no more of them
 	stopSent   bool      // Stop's stop signal has been sent
 	interrupts int       // outside SIGINTs handled
 	killAt     time.Time // when SIGKILL is due; zero until a stop (Stop, an outside stop request)
@@ -126,14 +130,21 @@ type Process struct {
 //
 // The group is led by a guard (leaderrun re-executed, see RunGuard) whose
 // child is the command. Promises and limits:
-//   - Every signal goes to the whole group, pipelines and grandchildren
-//     included; processes that leave it (setsid, setpgid: daemons) are out
-//     of reach.
+//   - On Linux every signal reaches every descendant of the command, in
+//     whatever process group or session (a setsid daemon, a double fork,
+//     what timeout(1) or nohup started in a group of its own): the guard is
+//     their child subreaper, so an orphan among them is reparented to it,
+//     never to init. A process handed to another service (systemd-run, a
+//     job queue's daemon) is not a descendant and is out of reach.
+//   - Elsewhere (macOS) every signal goes to the command's process group,
+//     pipelines and grandchildren included; processes that leave it
+//     (setsid, setpgid: daemons) are out of reach.
 //   - If leaderrun dies, even by SIGKILL, the guard at once sends SIGKILL to
-//     the group, on every Unix system. On Linux the command also has a
+//     all of them, on every Unix system. On Linux the command also has a
 //     parent-death signal (SIGKILL) bound to the guard, so it cannot outlive
 //     a guard killed alone; elsewhere leaderrun stops it as a leftover.
-//   - When the command exits, what it left in its group is stopped (stop
+//     The orphans a guard killed alone had adopted go to init.
+//   - When the command exits, what it left running is stopped (stop
 //     signal, grace, SIGKILL) before Done, still covered by the guard.
 //   - If Stdin is the controlling terminal and leaderrun's group holds its
 //     foreground, the command's group gets it (Ctrl-C, reading), and it is
@@ -154,9 +165,11 @@ func Start(cfg Config) (*Process, error) {
 // of its leader, the guard.
 func (p *Process) Pid() int { return p.pgid }
 
-// Done is closed when the command has exited and its group is empty, or,
-// SIGKILL sent, still not empty after a few seconds (processes stuck in the
-// kernel: they die as soon as they leave it).
+// Done is closed when the command has exited and none of its processes
+// runs any more (on Linux: none of its descendants, in any group; a zombie
+// counts as gone only when no thread of it runs), or, SIGKILL sent, some
+// still there after a few seconds (processes stuck in the kernel: they die
+// as soon as they leave it).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Result returns how the command ended. It waits for Done.

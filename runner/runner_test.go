@@ -198,7 +198,8 @@ func (b *lockedBuffer) String() string {
 }
 
 // gone reports whether pid has exited. A zombie counts as gone: it is dead,
-// and a container's init may never reap it.
+// and a container's init may never reap it; but not one whose main thread
+// exited while others still run (num_threads above 1).
 func gone(pid int) bool {
 	if errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
 		return true
@@ -209,7 +210,7 @@ func gone(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	f := bytes.Fields(b[i+1:])
-	return len(f) > 0 && (string(f[0]) == "Z" || string(f[0]) == "X")
+	return len(f) > 17 && (string(f[0]) == "Z" || string(f[0]) == "X") && string(f[17]) == "1"
 }
 
 func runtimeHasProc() bool {

@@ -2,7 +2,7 @@
 
 package runner
 
-// Signalling the command's process group: Stop, the policy for signals from
+// Signalling the command's processes: Stop, the policy for signals from
 // outside (HandleSignal), and the guard's kill deadline.
 
 import (
@@ -12,9 +12,11 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// Stop asks the group to stop: the stop signal now, then SIGCONT (so that a
+// Stop asks the command's processes to stop: the stop signal now, then SIGCONT (so that a
 // stopped group can act on it), SIGKILL after grace (grace <= 0: now). It
 // does not wait: use Done. Only the first call sends the stop signal; a
 // later one may bring SIGKILL forward, never back. After Done it does
@@ -26,8 +28,8 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 // HandleSignal applies the policy for a signal leaderrun received from
-// outside: SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to the group
-// (then SIGCONT), with SIGKILL due KillGrace after the first of them, and
+// outside: SIGTERM, SIGINT, SIGHUP and SIGQUIT are forwarded to the
+// command's processes (then SIGCONT), with SIGKILL due KillGrace after the first of them, and
 // at once on a second SIGINT; any other (SIGUSR1, SIGWINCH...) is forwarded
 // as it is. A command a forwarded signal ends reports it (128+N).
 func (p *Process) HandleSignal(sig os.Signal) {
@@ -60,14 +62,15 @@ func (p *Process) HandleSignal(sig os.Signal) {
 	}
 }
 
-// sendLocked sends sig to the whole group unless it is gone; a failure is
-// logged.
+// sendLocked sends sig to every process of the command unless they are
+// gone; the first failure is logged.
 func (p *Process) sendLocked(sig syscall.Signal) {
 	if p.gone {
 		return
 	}
-	if err := signalGroup(p.pgid, sig); err != nil {
-		p.log.Warn("could not signal the command's process group", "pgid", p.pgid, "error", err)
+	if err := p.procs.signal(sig); err != nil && !p.signalErr {
+		p.signalErr = true
+		p.log.Warn("could not signal every process of the command", "pgid", p.pgid, "signal", sig, "error", err)
 	}
 }
 
@@ -115,7 +118,7 @@ func (p *Process) graceOver() {
 	if p.gone || !p.killedAt.IsZero() || time.Now().Before(p.killAt) {
 		return
 	}
-	p.log.Warn("grace period over: killing the command's process group", "pgid", p.pgid)
+	p.log.Warn("grace period over: killing the command's processes", "pgid", p.pgid)
 	p.killLocked()
 }
 
@@ -129,31 +132,63 @@ func (p *Process) killLocked() {
 		if p.killTimer != nil {
 			p.killTimer.Stop()
 		}
-		p.log.Debug("sending SIGKILL to the command's process group", "pgid", p.pgid)
+		p.log.Debug("sending SIGKILL to the command's processes", "pgid", p.pgid)
 	}
 	p.sendLocked(syscall.SIGKILL)
 }
 
-// SetKillDeadline hands the guard a deadline by which the group must be
-// dead: unless leaderrun moves it forward, the guard sends SIGKILL then on
-// its own. This covers a leaderrun alive but unable to act (SIGSTOP,
-// starved), as the lifeline covers a dead one; not a host frozen as a
-// whole. It travels as a reading of the system's monotonic clock, which the
-// guard shares. Later calls replace it; after the group has gone it does
-// nothing.
+// SetKillDeadline hands the guard a deadline by which the command's
+// processes must be dead: unless leaderrun moves it forward, the guard
+// sends SIGKILL then on its own. This covers a leaderrun alive but unable
+// to act (SIGSTOP, starved), as the lifeline covers a dead one; not a host
+// frozen as a whole. It travels as a reading of the system's monotonic
+// clock, which the guard shares. Later calls replace it; after the
+// processes have gone it does nothing.
+//
+// It never blocks: a guard that does not read (stopped with its group,
+// say) cannot hold up the caller, nor Stop and HandleSignal. When the
+// lifeline is full the new deadline is dropped and the guard keeps an
+// older one, which can only kill sooner: the safe side.
 func (p *Process) SetKillDeadline(t time.Time) error {
 	at, err := monotonicAt(t)
 	if err != nil {
 		return fmt.Errorf("runner: kill deadline: %w", err)
 	}
-	buf := binary.BigEndian.AppendUint64(nil, uint64(at))
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gone {
+	gone := p.gone
+	p.mu.Unlock()
+	if gone {
 		return nil
 	}
-	if _, err := p.lifeline.Write(buf); err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
+	// Outside the mutex: the write cannot block, and 8 bytes, less than
+	// PIPE_BUF, go whole or not at all, whoever else writes.
+	full, err := writeNonblocking(p.lifeline, binary.BigEndian.AppendUint64(nil, uint64(at)))
+	switch {
+	case full:
+		p.log.Debug("the guard's lifeline is full; it keeps an earlier kill deadline", "pgid", p.pgid)
+	case err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EPIPE):
 		return fmt.Errorf("runner: kill deadline: %w", err)
 	}
 	return nil
+}
+
+// writeNonblocking makes one attempt to write buf to f, a pipe in
+// non-blocking mode (see Prepare); full reports a pipe with no room for it.
+func writeNonblocking(f *os.File, buf []byte) (full bool, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, err
+	}
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		_, werr = unix.Write(int(fd), buf)
+		return true // one attempt: never wait for room
+	})
+	if err != nil {
+		return false, err
+	}
+	if errors.Is(werr, unix.EAGAIN) {
+		return true, nil
+	}
+	return false, werr
 }

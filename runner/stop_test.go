@@ -219,7 +219,7 @@ func TestLeftoversStoppedBeforeDone(t *testing.T) {
 				return // whether the command exited before the Stop is a race
 			}
 			log := r.log.String()
-			want := "[WARN]  runner: stopped processes the command left running in its group: pgid=" + strconv.Itoa(r.p.Pid()) + " sigkill=" + strconv.FormatBool(tt.sigkill)
+			want := "[WARN]  runner: stopped processes the command left running: pgid=" + strconv.Itoa(r.p.Pid()) + " sigkill=" + strconv.FormatBool(tt.sigkill)
 			if !strings.Contains(log, want) {
 				t.Errorf("log lacks %q:\n%s", want, log)
 			}
@@ -307,5 +307,27 @@ func TestStatusRoundTrip(t *testing.T) {
 		if _, ok := parseStatus(bad); ok {
 			t.Errorf("parseStatus(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestGuardKilledAlone kills the guard alone, by its pid, while the command
+// runs with a grandchild in its group: the command dies with it (Linux:
+// parent-death signal; elsewhere as a leftover), the grandchild is stopped
+// as a leftover, and the guard's own end is the Result.
+func TestGuardKilledAlone(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "grand")
+	r := startChild(t, Config{KillGrace: 300 * time.Millisecond}, "RUNNER_TEST_CHILD=fork",
+		"RUNNER_TEST_PIDFILE="+pidfile, "RUNNER_TEST_IGNORE_TERM=1")
+	r.expect(t, "ready")
+	grand := readPid(t, pidfile)
+	if err := syscall.Kill(r.p.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.wait(t); res != (Result{ExitCode: -1, Signal: syscall.SIGKILL}) {
+		t.Errorf("Result = %+v, want the guard's SIGKILL", res)
+	}
+	if !gone(grand) {
+		t.Errorf("the grandchild %d still runs after Done", grand)
 	}
 }

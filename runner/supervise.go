@@ -3,7 +3,7 @@
 package runner
 
 // The supervision of a started command: the wait status the guard reports,
-// stopping what the command left in its group, dismissing the guard, Done.
+// stopping what the command left running, dismissing the guard, Done.
 
 import (
 	"bufio"
@@ -21,17 +21,25 @@ func (p *Process) supervise() {
 	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
 		res, reported = parseStatus(line)
 	}
-	// The guard leaves the group before it reports, so that the group holds
-	// only the command's leftovers. One that did not report has died, one
-	// still in the group could not leave: reap it now, or it counts as one.
-	if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
-		p.dismissGuard()
+	// A subreaper stays until the command's processes are gone, as their
+	// reaper, and one that died before reporting stays unreaped until then:
+	// its pid, the root of the command's processes, cannot be reused
+	// meanwhile, and a zombie is not counted among them. Without a
+	// subreaper, the guard leaves the group before it reports, so that the
+	// group holds only the command's leftovers: one that did not report has
+	// died, one still in the group could not leave: reap it now, or it
+	// counts as one.
+	if !guardIsSubreaper {
+		if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
+			p.dismissGuard()
+		}
 	}
 	p.drain()
 	p.status.Close()
 	if !reported {
-		// The guard died before reporting (SIGKILL sent to the group, say):
-		// its own status is the result.
+		// The guard died before reporting (SIGKILL sent to it, say): its
+		// own status is the result.
+		p.dismissGuard()
 		st := p.guard.ProcessState
 		res = Result{ExitCode: st.ExitCode()}
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -50,10 +58,11 @@ func (p *Process) supervise() {
 		if err := reclaimTerminal(p.tty); err != nil {
 			p.log.Warn("could not take the terminal back from the command's group", "error", err)
 		}
+		p.restoreTTOU()
 	}
 	p.result = res
 	close(p.done)
-	// The group is empty and the guard outside it (or reaped above): its
+	// The command's processes are gone (or reaped above): the guard's
 	// dismissal needs no waiting, so it comes after Done, which the end of
 	// the run and the lease's release wait for. Until then the lifeline
 	// covers nothing but it.
@@ -65,20 +74,22 @@ func (p *Process) supervise() {
 // been reused) and reaps it, once. Only the supervising goroutine calls it,
 // or Discard before there is one.
 func (p *Process) dismissGuard() {
-	if p.guard.ProcessState != nil {
+	select {
+	case <-p.guardReaped:
 		return
+	default:
 	}
 	_ = p.guard.Process.Kill()
 	_ = p.guard.Wait()
+	close(p.guardReaped)
 }
 
-// drain stops what the command left in its group (stop signal, SIGKILL after
-// KillGrace or as a Stop asked) and waits until the group is empty, bounded
+// drain stops what the command left running (stop signal, SIGKILL after
+// KillGrace or as a Stop asked) and waits until none of it runs, bounded
 // once SIGKILL is sent. Leftovers of a command that exited by itself are
 // worth a warning; what is on its way out of a stop under way is not.
 func (p *Process) drain() {
-	group := groupWatch{pgid: p.pgid}
-	if !group.alive() {
+	if !p.procs.alive() {
 		return
 	}
 	start := time.Now()
@@ -90,7 +101,7 @@ func (p *Process) drain() {
 	p.stopLocked(p.grace)
 	p.mu.Unlock()
 	if level == hclog.Warn {
-		p.log.Info("command exited; stopping what it left running in its group", "pgid", p.pgid, "grace", p.grace)
+		p.log.Info("command exited; stopping what it left running", "pgid", p.pgid, "grace", p.grace)
 	}
 
 	killedAt := func() time.Time {
@@ -103,11 +114,11 @@ func (p *Process) drain() {
 		defer p.mu.Unlock()
 		p.sendLocked(syscall.SIGKILL)
 	}
-	if !group.awaitEmpty(killedAt, kill) {
-		p.log.Warn("processes remain in the command's group after SIGKILL; giving up waiting for them",
+	if !awaitEmpty(p.procs, killedAt, kill) {
+		p.log.Warn("processes of the command remain after SIGKILL; giving up waiting for them",
 			"pgid", p.pgid, "waited", time.Since(killedAt()).Round(time.Millisecond))
 		return
 	}
-	p.log.Log(level, "stopped processes the command left running in its group",
+	p.log.Log(level, "stopped processes the command left running",
 		"pgid", p.pgid, "sigkill", !killedAt().IsZero(), "took", time.Since(start).Round(time.Millisecond))
 }

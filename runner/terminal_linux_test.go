@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -143,5 +144,97 @@ func testTerminalForeground(t *testing.T, prepare bool) {
 		}
 	case <-time.After(within):
 		t.Fatal("the helper did not exit")
+	}
+}
+
+// TestTerminalTostop runs a leaderrun-like helper as a shell's job on a
+// terminal set to `stty tostop`, and has it write a log line to the
+// terminal while its command holds the terminal's foreground: a background
+// write there raises SIGTTOU, which must not stop the helper (it would
+// never reclaim the terminal nor report the command's end).
+func TestTerminalTostop(t *testing.T) {
+	t.Parallel()
+	ptm, pts := openPty(t)
+	tio, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Skipf("cannot read the terminal's settings: %v", err)
+	}
+	tio.Lflag |= unix.TOSTOP
+	if err := unix.IoctlSetTermios(int(pts.Fd()), unix.TCSETS, tio); err != nil {
+		t.Skipf("cannot set tostop: %v", err)
+	}
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := exec.Command(testExe)
+	shell.Env = append(testEnv(), "RUNNER_TEST_CHILD=shell")
+	shell.Stdin, shell.Stdout = pts, w
+	shell.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell.Stderr = stderr
+	err = shell.Start()
+	w.Close()
+	pts.Close()
+	if err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = shell.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = shell.Process.Kill()
+		<-exited
+	})
+	go func() { _, _ = io.Copy(io.Discard, ptm) }() // what the terminal shows
+	lines := make(chan string, 10)
+	go func() {
+		defer out.Close()
+		defer close(lines)
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	logs := func() string {
+		b, _ := os.ReadFile(stderr.Name())
+		return string(b)
+	}
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-lines:
+			if got != want {
+				t.Fatalf("got %q, want %q (stderr: %s)", got, want, logs())
+			}
+		case <-time.After(within):
+			t.Fatalf("no %q (stderr: %s)", want, logs())
+		}
+	}
+	expect("foreground=true")
+	if _, err := ptm.WriteString("hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	expect("read hello")
+	expect("ready")
+	if _, err := ptm.Write([]byte{3}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	expect(syscall.SIGINT.String())
+	expect("reclaimed 0")
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("shell: %v (stderr: %s)", waitErr, logs())
+		}
+	case <-time.After(within):
+		t.Fatal("the shell did not exit")
 	}
 }

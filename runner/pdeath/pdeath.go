@@ -3,6 +3,7 @@ package pdeath
 import (
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 )
 
@@ -33,4 +34,39 @@ func Start(cmd *exec.Cmd) (done <-chan struct{}, err error) {
 		return nil, err
 	}
 	return reaped, nil
+}
+
+// StartUnreaped is Start, except that exited is closed once cmd has exited
+// but before it is reaped: on Linux it stays a zombie until reap is called,
+// so its pid, and the id of the process group it leads, cannot be reused
+// meanwhile, and signalling them stays safe. reap reaps it (once; later
+// calls wait for the first), after which cmd.ProcessState is set; the
+// caller must call it, and must not call cmd.Wait. Elsewhere cmd is reaped
+// before exited is closed, and reap only waits for that.
+func StartUnreaped(cmd *exec.Cmd) (exited <-chan struct{}, reap func(), err error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setDeathSignal(cmd.SysProcAttr)
+	ended := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			awaitExit(cmd)
+			close(ended)
+		}
+	}()
+	if err := <-started; err != nil {
+		return nil, nil, err
+	}
+	return ended, sync.OnceFunc(func() {
+		<-ended
+		if cmd.ProcessState == nil {
+			_ = cmd.Wait()
+		}
+	}), nil
 }

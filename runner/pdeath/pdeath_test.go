@@ -1,7 +1,10 @@
 package pdeath
 
 import (
+	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 )
@@ -29,4 +32,28 @@ func TestStart(t *testing.T) {
 			t.Fatalf("Start of a missing file: done %v, err %v; want an error", done, err)
 		}
 	})
+}
+
+func TestStartUnreaped(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "exit 4")
+	exited, reap, err := StartUnreaped(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if runtime.GOOS == "linux" {
+		// Exited, not reaped: a zombie whose pid is still its own.
+		if _, err := os.Stat("/proc/" + strconv.Itoa(cmd.Process.Pid)); err != nil {
+			t.Errorf("reaped before reap was called: %v", err)
+		}
+	}
+	reap()
+	reap()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 {
+		t.Fatalf("ProcessState %v, want exit status 4", cmd.ProcessState)
+	}
+	checkDeathSignal(t, cmd.SysProcAttr)
+	if _, _, err := StartUnreaped(exec.Command("/nonexistent/leaderrun-test")); err == nil {
+		t.Error("StartUnreaped of a missing file succeeded")
+	}
 }

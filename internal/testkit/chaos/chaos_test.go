@@ -167,7 +167,8 @@ func TestParseKinds(t *testing.T) {
 		{"eviction", []Kind{Eviction}, false},
 		{"11-12", []Kind{Throttle, LostAnswer}, false},
 		{"throttle,lost-answer", []Kind{Throttle, LostAnswer}, false},
-		{"3-13", nil, true},
+		{"escape,13", []Kind{Escape}, false},
+		{"3-14", nil, true},
 		{"7-2", nil, true},
 		{"gremlins", nil, true},
 	}
@@ -211,6 +212,11 @@ func TestRandomParams(t *testing.T) {
 				}
 			case StorageLoss:
 				if p.Delete != "container" && p.Delete != "blob" {
+					t.Fatalf("%s: %s", k, p)
+				}
+			case Escape:
+				if !slices.Contains(escapeWays, p.Escape) || !slices.Contains(escapeStops, p.Stop) || p.Grandchildren < 1 ||
+					(p.Stop == "lost") != p.Mode.BlackHole || (p.Stop == "lost" && p.Length < 15*time.Second) {
 					t.Fatalf("%s: %s", k, p)
 				}
 			}

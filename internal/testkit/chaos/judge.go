@@ -122,6 +122,8 @@ func (t *trial) judge() {
 		}
 	case Eviction:
 		t.judgeEviction(hg, gone)
+	case Escape:
+		t.judgeEscape(hg, expectLost, expectTakeover)
 	case Throttle, LostAnswer:
 		if !r.HolderExit.During {
 			if fok {
@@ -146,6 +148,43 @@ func (t *trial) judge() {
 	}
 	if r.MaxBeatGap > 250*time.Millisecond {
 		note("a heartbeat gap of %s: the machine was loaded, ends are known to that precision", fmtDur(r.MaxBeatGap))
+	}
+}
+
+// judgeEscape: the escapees ran (as many grandchildren recorded as
+// staged), and none of the holder's processes outlived its lease: the
+// overlap with the follower (judged for every scenario), the leftovers after
+// the holder's exit (teardown), and the scenario's own bound for the stop.
+func (t *trial) judgeEscape(hg Group, expectLost, expectTakeover func()) {
+	r := t.res
+	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
+	n := 0
+	for _, p := range r.Procs {
+		if p.Owner == holderID && p.Role == "grandchild" {
+			n++
+		}
+	}
+	if n != r.Params.Grandchildren {
+		fail("%d of the %d escaping grandchildren recorded a run", n, r.Params.Grandchildren)
+	}
+	expectTakeover()
+	switch r.Params.Stop {
+	case "lost":
+		expectLost()
+		if s := r.AfterLastRenewal; s.OK && s.D > DeadBy {
+			fail("the holder's processes ran %s after the last renewal it could have had: the rule is %s", s, fmtDur(DeadBy))
+		}
+	case "sigterm":
+		if !r.HolderExit.During || r.HolderExit.Code == exitLost {
+			fail("holder exit %s, want the command's end after the stop request", r.HolderExit)
+		}
+	case "kill9":
+		if s := r.ChildAfterFault; s.OK && s.D > time.Second {
+			fail("the holder's processes ran %s after kill -9 of leaderrun: they must die at once", s)
+		}
+	}
+	if !hg.End.Before(r.TeardownAt) {
+		fail("the holder's processes ran until the teardown")
 	}
 }
 

@@ -149,6 +149,11 @@ func (s Summary) notes() string {
 			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
 		}
 		n = append(n, "dead ≥ "+s.MinBeforeNotBefore.String()+" before NotBefore; release→successor max "+s.MaxHandover.String())
+	case Escape:
+		if s.Overlaps > 0 {
+			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
+		}
+		n = append(n, "grandchildren out of the group: timeout(1), setsid, a double fork; then a lost lease, an outside SIGTERM or kill -9")
 	case Throttle, LostAnswer:
 		n = append(n, fmt.Sprintf("leadership kept %d/%d, lost in time %d/%d; %d renewals failed", s.Kept, s.Trials, s.Trials-s.Kept, s.Trials, s.RenewFailures))
 		if s.Overlaps > 0 {
@@ -201,6 +206,12 @@ The holder steps down (stop signal, SIGKILL after the kill grace, release,
 exit 76); "dead before NotBefore" is NotBefore minus the holder's group's end,
 "release→successor" the follower's child's start minus the moment the
 holder's release reached its proxy.
+13 (escape): the child's grandchildren leave its process group (under
+timeout(1), in a session of their own, or orphaned by a double fork), half
+the time deaf to SIGTERM; the run then ends by a lost lease (a black hole),
+an outside SIGTERM to the holder's leaderrun, or kill -9 of it. Any process
+of the holder's still recording once the follower's child began is an
+overlap; one still running once the holder's leaderrun exited, a failure.
 `
 
 // Line is a one-line account of a trial, for progress output and test logs.
@@ -219,8 +230,11 @@ func (r *Result) Line() string {
 	if r.WakeToKill.OK {
 		fmt.Fprintf(&b, ", wake→kill %s", r.WakeToKill)
 	}
-	if r.BeforeNotBefore.OK || r.Handover.OK {
+	switch {
+	case r.BeforeNotBefore.OK:
 		fmt.Fprintf(&b, ", dead %s before NotBefore, release→successor %s", r.BeforeNotBefore, r.Handover)
+	case r.Handover.OK:
+		fmt.Fprintf(&b, ", release→successor %s", r.Handover)
 	}
 	if r.RenewFailures > 0 {
 		fmt.Fprintf(&b, ", %d renewals failed", r.RenewFailures)

@@ -33,6 +33,7 @@ const (
 	Eviction                    // a Spot eviction (Preempt) of the holder's VM is announced (--scheduled-events)
 	Throttle                    // the holder's blob is throttled (503 ServerBusy or 500 OperationTimedOut beyond a rate)
 	LostAnswer                  // the holder's renewals are applied but their answers lost (500, or none)
+	Escape                      // the child's grandchildren leave its group (timeout, setsid, a double fork); then a lost lease, an outside SIGTERM or kill -9
 )
 
 var kindNames = map[Kind]string{
@@ -48,11 +49,12 @@ var kindNames = map[Kind]string{
 	Eviction:    "eviction",
 	Throttle:    "throttle",
 	LostAnswer:  "lost-answer",
+	Escape:      "escape",
 }
 
 // Kinds returns every scenario, in order.
 func Kinds() []Kind {
-	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction, Throttle, LostAnswer}
+	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction, Throttle, LostAnswer, Escape}
 }
 
 // String is the scenario's name, as in TestChaos/NAME and the driver's -s.
@@ -88,6 +90,8 @@ func (k Kind) Expect() string {
 		return "holder steps down: its group dead before NotBefore, exit 76, lease released; follower starts within a poll of the release"
 	case Throttle, LostAnswer:
 		return "leadership kept (a renewal got through), or the child stopped before t_ok+14s and the holder exits 76; the follower starts only after"
+	case Escape:
+		return "every process of the holder's run, in whatever group or session, dead before the lease can pass: lost lease as blackhole, outside SIGTERM before the release, kill -9 at once"
 	}
 	return ""
 }
@@ -176,6 +180,11 @@ type Params struct {
 	// and they ignore SIGTERM.
 	Grandchildren int
 	IgnoreTerm    bool
+	// Escape (Escape only): how the grandchildren leave the child's group:
+	// "timeout", "setsid" or "double-fork" (the chaos child's -escape).
+	// Stop: how the holder's run ends: "lost" (a black hole for Length),
+	// "sigterm" (an outside SIGTERM to its leaderrun) or "kill9".
+	Escape, Stop string
 }
 
 func (p Params) String() string {
@@ -197,6 +206,9 @@ func (p Params) String() string {
 	}
 	if p.Grandchildren > 0 {
 		fmt.Fprintf(&b, ", %d grandchildren", p.Grandchildren)
+	}
+	if p.Escape != "" {
+		fmt.Fprintf(&b, " escaping by %s, then %s", p.Escape, p.Stop)
 	}
 	if p.IgnoreTerm {
 		b.WriteString(", SIGTERM ignored")
@@ -274,9 +286,20 @@ func (k Kind) Typical() Params {
 		p.Mode, p.Length = faultproxy.Mode{Throttle: faultproxy.Throttle{Rate: 0.1, Burst: 1}}, 15*time.Second
 	case LostAnswer:
 		p.Mode, p.Length = faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpRenew, Status: 500, Code: "OperationTimedOut"}}, 12*time.Second
+	case Escape:
+		// The hardest of the nine: orphans, deaf to SIGTERM, when
+		// leaderrun dies.
+		p.Grandchildren, p.IgnoreTerm, p.Escape, p.Stop = 2, true, "double-fork", "kill9"
 	}
 	return p
 }
+
+// The Escape scenario's variants: how the grandchildren leave, how the run
+// ends.
+var (
+	escapeWays  = []string{"timeout", "setsid", "double-fork"}
+	escapeStops = []string{"lost", "sigterm", "kill9"}
+)
 
 // evictionNotice is the notice Azure gives a Spot VM before evicting it.
 const evictionNotice = 30 * time.Second
@@ -359,6 +382,15 @@ func (k Kind) Random(rng *rand.Rand) Params {
 		}
 		p.IgnoreTerm = rng.IntN(3) == 0
 		p.Mode, p.Length = faultproxy.Mode{LoseAnswer: la}, between(5*time.Second, 20*time.Second)
+	case Escape:
+		// Every way out with every way to end, one child in two deaf to
+		// SIGTERM (SIGKILL must then reach the escapees).
+		p.Grandchildren = 1 + rng.IntN(2)
+		p.Escape, p.Stop = escapeWays[rng.IntN(len(escapeWays))], escapeStops[rng.IntN(len(escapeStops))]
+		p.IgnoreTerm = rng.IntN(2) == 0
+		if p.Stop == "lost" {
+			p.Mode, p.Length = faultproxy.Mode{BlackHole: true}, between(15*time.Second, 20*time.Second)
+		}
 	}
 	return p
 }

@@ -141,6 +141,9 @@ func (t *trial) holderArgs() []string {
 	if p.IgnoreTerm {
 		args = append(args, "-ignore-term")
 	}
+	if p.Escape != "" {
+		args = append(args, "-escape", p.Escape)
+	}
 	return t.withEvents(args)
 }
 
@@ -288,6 +291,20 @@ func (t *trial) inject(ctx context.Context) error {
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
 		r.FaultAt = time.Now()
 		if err := t.holder.Signal(syscall.SIGKILL); err != nil {
+			return err
+		}
+	case Escape:
+		if p.Stop == "lost" {
+			t.fault(p.Mode, p.Length)
+			break
+		}
+		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
+		r.FaultAt = time.Now()
+		sig := syscall.SIGTERM
+		if p.Stop == "kill9" {
+			sig = syscall.SIGKILL
+		}
+		if err := t.holder.Signal(sig); err != nil {
 			return err
 		}
 	case Freeze:

@@ -3,7 +3,7 @@
 // after the fact, when it ran, and whether it ran at the same time as the
 // child of another holder.
 //
-//	child -log FILE [-grandchildren N] [-ignore-term] [-beat 20ms]
+//	child -log FILE [-grandchildren N] [-escape HOW] [-ignore-term] [-beat 20ms]
 //
 // Every process (the child and each grandchild it starts) appends records to
 // FILE, one line each, with a single write on a descriptor opened with
@@ -22,8 +22,12 @@
 // Grandchildren are started with this same program, stay in the child's
 // process group (as a shell pipeline's members would) and have no
 // parent-death signal of their own: only leaderrun may stop them. With
-// -ignore-term, the child and its grandchildren ignore SIGTERM, so that only
-// SIGKILL stops them.
+// -escape they leave the group: "setsid" (a session of their own),
+// "timeout" (under timeout(1), which puts itself and them in a group of its
+// own) or "double-fork" (through a middle process that starts them in a
+// session of their own and exits at once: orphans). With -ignore-term, the
+// child and its grandchildren ignore SIGTERM, so that only SIGKILL stops
+// them.
 package main
 
 import (
@@ -49,13 +53,23 @@ func run() int {
 	grandchildren := fs.Int("grandchildren", 0, "start this many grandchildren in the same process group")
 	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM (the grandchildren too)")
 	beat := fs.Duration("beat", 20*time.Millisecond, "heartbeat period, at most 50ms")
-	role := fs.String("role", "child", "child or grandchild (set for the grandchildren)")
+	role := fs.String("role", "child", "child or grandchild (set for the grandchildren); middle: a double fork's middle process")
+	escape := fs.String("escape", "", "how the grandchildren leave the child's group: setsid, timeout or double-fork")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
-	if *logPath == "" || *beat <= 0 || *beat > maxBeat || *grandchildren < 0 {
-		fmt.Fprintln(os.Stderr, "child: need -log FILE, 0 < -beat <= 50ms, -grandchildren >= 0")
+	if *logPath == "" || *beat <= 0 || *beat > maxBeat || *grandchildren < 0 || !escapes[*escape] {
+		fmt.Fprintln(os.Stderr, "child: need -log FILE, 0 < -beat <= 50ms, -grandchildren >= 0, -escape setsid|timeout|double-fork")
 		return 2
+	}
+	if *role == "middle" {
+		// A double fork's middle: start the grandchild in a session of its
+		// own, and exit without a record: it is orphaned at once.
+		if err := startGrandchild(*logPath, *beat, *ignoreTerm, "setsid"); err != nil {
+			fmt.Fprintln(os.Stderr, "child: start grandchild:", err)
+			return 99
+		}
+		return 0
 	}
 
 	// Signals first: a SIGTERM that arrives while the grandchildren start
@@ -81,7 +95,7 @@ func run() int {
 	}
 
 	for range *grandchildren {
-		if err := startGrandchild(*logPath, *beat, *ignoreTerm); err != nil {
+		if err := startGrandchild(*logPath, *beat, *ignoreTerm, *escape); err != nil {
 			fmt.Fprintln(os.Stderr, "child: start grandchild:", err)
 			return 99
 		}
@@ -124,19 +138,32 @@ func envOr(name string) string {
 	return "-"
 }
 
+// escapes are -escape's values.
+var escapes = map[string]bool{"": true, "setsid": true, "timeout": true, "double-fork": true}
+
 // startGrandchild starts this program again as a grandchild, in the same
-// process group, and reaps it when it ends (a zombie would look alive to
-// kill(pid, 0)).
-func startGrandchild(logPath string, beat time.Duration, ignoreTerm bool) error {
+// process group unless escape says how it leaves it, and reaps it when it
+// ends (a zombie would look alive to kill(pid, 0)).
+func startGrandchild(logPath string, beat time.Duration, ignoreTerm bool, escape string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	args := []string{"-role", "grandchild", "-log", logPath, "-beat", beat.String()}
+	role := "grandchild"
+	if escape == "double-fork" {
+		role = "middle"
+	}
+	args := []string{"-role", role, "-log", logPath, "-beat", beat.String()}
 	if ignoreTerm {
 		args = append(args, "-ignore-term")
 	}
 	cmd := exec.Command(self, args...)
+	switch escape {
+	case "setsid":
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	case "timeout":
+		cmd = exec.Command("timeout", append([]string{"300", self}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err

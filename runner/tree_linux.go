@@ -1,0 +1,157 @@
+package runner
+
+// The command's processes on Linux: the guard is the child subreaper of
+// the command's whole subtree, so every descendant of the command, in
+// whatever process group or session, stays a descendant of the guard.
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// guardIsSubreaper: the guard adopts the command's orphans and stays in the
+// command's process group until it is dismissed; SIGKILL goes to each
+// process, never to the group, which holds the guard.
+const guardIsSubreaper = true
+
+// becomeSubreaper makes this process (the guard) the child subreaper of
+// its descendants: an orphan among them is reparented to it, never to init.
+func becomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("runner: become the child subreaper: %w", err)
+	}
+	return nil
+}
+
+// tree is the command's processes: every descendant of the guard (root,
+// also the process group's id) and every member of its group, the guard
+// itself excepted. A stop signals each of them; the tree is empty when none
+// has a thread that runs.
+//
+// Processes found in /proc are signalled through a pidfd opened before
+// their stat line is read again: a process that died meanwhile, its pid
+// reused, is left alone. Without a usable /proc (a pid namespace that did
+// not mount its own), the tree falls back to the group: signals go to it
+// as a whole, the guard included.
+type tree struct {
+	root int
+}
+
+// members returns the processes of the tree, running or not.
+func (t tree) members() ([]procStat, error) {
+	procs, err := scanProcs()
+	if err != nil {
+		return nil, err
+	}
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.pid] = p.ppid
+	}
+	below := map[int]bool{t.root: true} // memo: pid is the root or below it
+	var path []int
+	inTree := func(pid int) bool {
+		path = path[:0]
+		in := false
+		for {
+			if v, ok := below[pid]; ok {
+				in = v
+				break
+			}
+			pp, ok := parent[pid]
+			if !ok || pp <= 0 || len(path) > len(procs) {
+				break // init, the kernel's threads, or a chain cut by an exit
+			}
+			path = append(path, pid)
+			pid = pp
+		}
+		for _, p := range path {
+			below[p] = in
+		}
+		return in
+	}
+	var out []procStat
+	for _, p := range procs {
+		if p.pid != t.root && (p.pgrp == t.root || inTree(p.pid)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// alive reports whether a process of the tree still has a running thread.
+func (t tree) alive() bool {
+	if !procUsable() {
+		g := groupWatch{pgid: t.root}
+		return g.alive()
+	}
+	members, err := t.members()
+	if err != nil {
+		return true
+	}
+	for _, m := range members {
+		if m.running() {
+			return true
+		}
+	}
+	return false
+}
+
+// signal sends sig to every running process of the tree. A stop signal
+// (anything but SIGKILL) goes to the group as a whole first, which the
+// kernel delivers to every member at once, forks included, and the guard
+// catches; then to each process outside the group. SIGKILL goes to each
+// process, group members included, sparing the guard, which must outlive
+// the tree to adopt and reap it.
+func (t tree) signal(sig syscall.Signal) error {
+	if !procUsable() {
+		return signalGroup(t.root, sig)
+	}
+	var errs []error
+	if sig != unix.SIGKILL {
+		errs = append(errs, signalGroup(t.root, sig))
+	}
+	members, err := t.members()
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("runner: list the command's processes: %w", err))...)
+	}
+	for _, m := range members {
+		if m.running() && (sig == unix.SIGKILL || m.pgrp != t.root) {
+			errs = append(errs, signalProc(m, sig))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// signalProc sends sig to the process p describes, if it is still that
+// process: its pidfd is opened first, then its stat read again, and the
+// signal goes through the pidfd only if the start time is p's. A pid
+// reused since the scan is left alone. Where pidfds are missing (Linux
+// before 5.3) the signal goes by pid right after the check.
+func signalProc(p procStat, sig syscall.Signal) error {
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return nil
+	case errors.Is(err, unix.ENOSYS):
+		fd = -1
+	case err != nil:
+		return fmt.Errorf("runner: open process %d: %w", p.pid, err)
+	default:
+		defer unix.Close(fd)
+	}
+	if now, err := readStat(p.pid); err != nil || now.start != p.start {
+		return nil // gone, or another process
+	}
+	if fd >= 0 {
+		err = unix.PidfdSendSignal(fd, sig, nil, 0)
+	} else {
+		err = unix.Kill(p.pid, sig)
+	}
+	if err == nil || errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	return fmt.Errorf("runner: send %v to process %d: %w", sig, p.pid, err)
+}

@@ -1,0 +1,33 @@
+//go:build unix && !linux
+
+package runner
+
+// The command's processes where there is no child subreaper (macOS): its
+// process group.
+
+import "syscall"
+
+// guardIsSubreaper: without a subreaper the guard leaves the command's
+// group once the command has exited, so that the group then holds only
+// what the command left behind; SIGKILL goes to the group as a whole.
+const guardIsSubreaper = false
+
+// becomeSubreaper does nothing: there is no child subreaper here, and a
+// process that leaves the group (setsid, a new group) is out of reach.
+func becomeSubreaper() error { return nil }
+
+// tree is the command's process group, whose id is root, the guard's pid.
+type tree struct {
+	root int
+}
+
+// alive reports whether the group still has a member other than a guard
+// that has left it.
+func (t tree) alive() bool {
+	g := groupWatch{pgid: t.root}
+	return g.alive()
+}
+
+// signal sends sig to the whole group, the guard included while it is in
+// it.
+func (t tree) signal(sig syscall.Signal) error { return signalGroup(t.root, sig) }
