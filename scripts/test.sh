@@ -115,6 +115,16 @@ args=("$@")
 go test -race -count=1 -timeout 8m "${args[@]}"
 
 [[ ${#args[@]} -eq 1 && ${args[0]} == ./... ]] || exit 0
+echo "== simulator"
+# The race run above takes 100 seeds of the simulator; these are the 2,000
+# of CI, without the race detector (docs/design.md §10).
+sim_out=$(mktemp "${TMPDIR:-/tmp}/leaderrun-sim.XXXXXX")
+sim_status=0
+go test -count=1 -timeout 5m -run 'TestSimulate$' ./internal/testkit/sim -seeds 2000 -v >"$sim_out" 2>&1 || sim_status=$?
+grep -E '^(ok|FAIL|panic)|--- FAIL|seeds from|broke|^ +[a-z].*:|replay:|whole trace' "$sim_out" | head -60
+rm -f "$sim_out"
+[[ $sim_status -eq 0 ]]
+
 echo "== packages"
 # The release artifacts, checked with the packaging world's own tools
 # (scripts/check-release.sh); installed here as Azurite is, where missing.
