@@ -289,6 +289,13 @@ stamp() { sed -n 's/^\[ *\([0-9]*\.[0-9]*\)\].*/\1/p' | head -n 1; }
 mark_then() {
   ct sh -c 'logger -t leaderrun-trial "$1" && shift && exec "$@"' mark "$@"
 }
+# timed_mark TEXT COMMAND...: mark_then, and prints how long COMMAND took
+# in ms, timed in the container; its status is COMMAND's.
+timed_mark() {
+  ct bash -c 'logger -t leaderrun-trial "$1" || exit 125; shift
+    t0=${EPOCHREALTIME/./}; "$@" >&2; rc=$?
+    echo $(((${EPOCHREALTIME/./} - t0) / 1000)); exit $rc' mark "$@"
+}
 # sub A B: B - A in seconds, two decimals; "?" when either is unknown.
 sub() { if [[ -n $1 && -n $2 ]]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; else echo "?"; fi; }
 # later A B: A and B known and B after A.
@@ -370,11 +377,9 @@ leader_child=
 # start_leader UNIT: starts UNIT, which must lead and start its command;
 # times systemctl start (READY=1 comes at once) and watches the command.
 start_leader() {
-  local c t0 line
+  local c line
   c=$(cursor)
-  t0=$EPOCHREALTIME
-  ct systemctl start "$1" || return 1
-  start_ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+  start_ms=$(timed_mark "systemctl start $1" systemctl start "$1") || return 1
   wait_until 30 "command started by $1" started_line "$1" "$c" || return 1
   wait_until 10 "leader status from $1" status_is "$1" 'leader*' || return 1
   line=$(started_line "$1" "$c")
@@ -459,10 +464,9 @@ handover() {
   local n=$1 leader=$2 follower c line t_call t_dead t_start t_gone rc took old_child=$leader_child
   follower=$(other "$leader")
   c=$(cursor)
-  local t0=$EPOCHREALTIME
-  ct_timeout=90 mark_then "round $n: systemctl stop $leader" systemctl stop "$leader"
+  took=$(ct_timeout=90 timed_mark "round $n: systemctl stop $leader" systemctl stop "$leader")
   rc=$?
-  took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+  took=$(awk -v ms="$took" 'BEGIN { printf "%.2f", ms / 1000 }')
   wait_until 40 "command started by $follower" started_line "$follower" "$c" || round_ok=false
   recorded "$leader"
   if [[ ${P[ActiveState]} != "$3" || ${P[Result]} != "$4" ]] || [[ -n ${5:-} && $(main_end) != "$5" ]]; then
