@@ -317,8 +317,9 @@ pid_of_line() { sed -n 's/.*scheduler: started pid=\([0-9]*\).*/\1/p'; }
 
 # watch_gone PID LABEL: a watcher in the container writes "gone: pid PID"
 # to the journal once PID has ended (or become a zombie): it looks every
-# 20 ms, and its line lands 0.05-0.2 s later, so that the line's stamp is
-# an upper bound of the end.
+# 20 ms, and its line lands 0.05-0.2 s later (0.5 s seen on a busy host),
+# so that the line's stamp is an upper bound of the end: the overlap checks
+# that use it err on the strict side.
 watch_gone() {
   nsenter -t "$ctpid" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin timeout 900 bash -c '
     while read -r stat </proc/"$1"/stat; do
