@@ -133,27 +133,44 @@ command -v go >/dev/null || die "go not found: the trial builds leaderrun from t
 
 nspawn_pid=
 ctpid=
-watchers=()
+bg_pids=() # the watchers' nsenter and the timers' sleep
 azurite_started=false
+
+# power_off PID: SIGTERM makes systemd-nspawn power its container off;
+# SIGKILL after 30 s.
+power_off() {
+  kill -TERM "$1" 2>/dev/null
+  for _ in $(seq 1 150); do kill -0 "$1" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$1" 2>/dev/null
+}
 
 cleanup() {
   local pid
-  for pid in "${watchers[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; done
   if [[ -n $nspawn_pid ]] && kill -0 "$nspawn_pid" 2>/dev/null; then
     if [[ -n $ctpid ]]; then
       ct_timeout=20 ct journalctl -q --no-pager -o short-monotonic >"$work/journal.txt" 2>/dev/null
     fi
-    # SIGTERM makes systemd-nspawn power the container off.
-    kill -TERM "$nspawn_pid" 2>/dev/null
-    for _ in $(seq 1 150); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$nspawn_pid" 2>/dev/null
+    power_off "$nspawn_pid"
     wait "$nspawn_pid" 2>/dev/null
   fi
+  rm -f "$trial/nspawn.pid"
   if $azurite_started; then AZURITE_STATE_DIR="$work/azurite" "$root/scripts/azurite.sh" stop; fi
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM HUP
 
+# What a run killed outright (SIGKILL) left running: its container and its
+# emulator, by the PIDs it wrote down.
+if [[ -f $trial/nspawn.pid ]]; then
+  old=$(cat "$trial/nspawn.pid")
+  if [[ $old =~ ^[0-9]+$ && $(cat /proc/"$old"/comm 2>/dev/null) == systemd-nspawn ]]; then
+    echo "systemd-trial.sh: powering off the container an earlier run left (pid $old)" >&2
+    power_off "$old"
+  fi
+  rm -f "$trial/nspawn.pid"
+fi
+if [[ -d $work/azurite ]]; then AZURITE_STATE_DIR="$work/azurite" "$root/scripts/azurite.sh" stop; fi
 rm -rf "$work"
 mkdir -p "$work"
 
@@ -183,7 +200,9 @@ echo "== preparing: leaderrun from this checkout, the units, the emulator"
 (cd "$root" && CGO_ENABLED=0 go build -o "$rootfs/usr/bin/leaderrun" .) || die "go build failed"
 echo "   $("$rootfs/usr/bin/leaderrun" version 2>&1 | head -n 1)"
 
-conn=$(AZURITE_STATE_DIR="$work/azurite" "$root/scripts/azurite.sh" start) || die "the emulator did not start"
+# The lock's descriptor is not handed on: a container or an emulator left
+# by a run killed outright must not keep the next run from cleaning up.
+conn=$(AZURITE_STATE_DIR="$work/azurite" "$root/scripts/azurite.sh" start 9>&-) || die "the emulator did not start"
 azurite_started=true
 
 ex=$root/testdata/examples
@@ -232,8 +251,9 @@ echo "== booting $rootfs with systemd-nspawn"
 # Under setsid, so that the container never reads the terminal; its journal
 # lives on a tmpfs, fresh for every run.
 setsid systemd-nspawn -D "$rootfs" --boot --register=no --keep-unit --console=read-only -M "$machine" \
-  --tmpfs=/var/log/journal </dev/null >"$work/console.log" 2>&1 &
+  --tmpfs=/var/log/journal </dev/null >"$work/console.log" 2>&1 9>&- &
 nspawn_pid=$!
+echo "$nspawn_pid" >"$trial/nspawn.pid"
 
 # find_ctpid sets ctpid to the container's PID 1 (as the host numbers it).
 find_ctpid() {
@@ -327,7 +347,7 @@ watch_gone() {
       sleep 0.02
     done 2>/dev/null
     logger -t leaderrun-trial "gone: pid $1 ($2)"' watcher "$1" "$2" >/dev/null 2>&1 &
-  watchers+=($!)
+  bg_pids+=($!)
 }
 
 # ------------------------------------------------------ what systemd recorded
@@ -634,7 +654,9 @@ echo
 left=$((timers_from + minutes * 60 - $(date +%s)))
 if ((left > 0)); then
   echo "== 6. the timers and cron: waiting ${left} s more"
-  sleep "$left"
+  sleep "$left" &
+  bg_pids+=($!)
+  wait $! # a signal ends the wait at once, and the trap stops everything
 fi
 ct systemctl stop report.timer report-b.timer
 timers_to=$(date +%s)
