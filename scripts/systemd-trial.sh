@@ -61,7 +61,7 @@ minutes=7
 prepare_only=false
 
 die() { echo "systemd-trial.sh: $*" >&2; exit 2; }
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 while getopts 'r:m:ph' opt; do
   case $opt in
