@@ -98,10 +98,12 @@ func sdkClient[C, O any](c *Container, url string, opts O,
 
 // clientOptions are the options of every SDK client: no SDK retries
 // (leaderrun retries with its own deadlines), every try bounded by
-// tryTimeout, no telemetry header, the bounded transport, and a bearer
-// token over plain http only to a loopback host (Azurite).
+// tryTimeout, no telemetry header, the bounded transport, a bearer token
+// over plain http only to a loopback host (Azurite), and a listing's
+// startFrom sent (startFromPolicy, list.go).
 func clientOptions(loopback bool) azcore.ClientOptions {
 	return azcore.ClientOptions{
+		PerCallPolicies:                 []policy.Policy{startFromPolicy{}},
 		Retry:                           policy.RetryOptions{MaxRetries: -1, TryTimeout: tryTimeout},
 		Telemetry:                       policy.TelemetryOptions{Disabled: true},
 		Transport:                       newTransport(),
