@@ -428,3 +428,66 @@ func connField(cs, key string) string {
 	}
 	return ""
 }
+
+// A run cut by an operator reads so: broken while its lease breaks, drained
+// as long as the drain's pause is in force, the holder's release after its
+// stop notwithstanding; a plain break, once released, reads as any loss.
+func TestAzuriteFateOfACutRun(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name                   string
+		drain                  bool
+		breaking, afterRelease string
+	}{
+		{"break", false, "broken by an operator", "lost its lease"},
+		{"pause --drain", true, "drained", "drained"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c := azuriteBlob(t, ClientConfig{ConnectionString: cs, Container: uniqueContainer(t), Blob: "job"})
+			l, err := azuriteElector(t, c, "vm-1", nil).Acquire(ctx, WaitOptions{NoWait: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fate := func() string {
+				t.Helper()
+				v, err := c.View(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := v.Runs()
+				if len(runs) != 1 {
+					t.Fatalf("runs %+v, want one", runs)
+				}
+				return v.Fate(runs[0]).String()
+			}
+			if got := fate(); got != "running" {
+				t.Errorf("held: %q, want running", got)
+			}
+			if tc.drain {
+				_, date, err := c.ReadPause(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.WritePause(ctx, Pause{Reason: "moving", Since: date, Drain: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.BreakLease(ctx, BreakAtPeriodEnd); err != nil {
+				t.Fatal(err)
+			}
+			if got := fate(); got != tc.breaking {
+				t.Errorf("breaking: %q, want %q", got, tc.breaking)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := fate(); got != tc.afterRelease {
+				t.Errorf("released: %q, want %q", got, tc.afterRelease)
+			}
+		})
+	}
+}

@@ -3,8 +3,8 @@ package lease
 // Listing: a container's blobs under a prefix, with lease state and
 // metadata, each page with its own deadline; and View, one lease as its
 // blobs show it (its slot blobs, pause marker, done markers, and the runs
-// they record). list, status, history, check, break and the slot poll read
-// a lease through it; the commands render it.
+// they record, each with its fate). list, status, history, check, break and
+// the slot poll read a lease through it; the commands render it.
 
 import (
 	"cmp"
@@ -332,6 +332,26 @@ func (v *View) Runs() []Run {
 	}
 	slices.SortStableFunc(all, func(a, b Run) int { return cmp.Compare(b.Start.Unix(), a.Start.Unix()) })
 	return all
+}
+
+// Fate names how run r of this lease ended, or that it runs: from its
+// record, and for the run a slot's lastrun* keys describe without an end,
+// from what the view knows besides: its slot's lease state (leased:
+// running; breaking or broken: broken by an operator) and the pause in
+// force (a drain that began after the run started: drained). status, list
+// and history show a run through it, so that they say the same.
+func (v *View) Fate(r Run) Fate {
+	current := false
+	state := StateAbsent
+	for _, s := range v.Slots {
+		if last := s.Props.LastRun; last != nil && last.same(r) {
+			current, state = true, s.Props.State
+			break
+		}
+	}
+	p := v.Paused()
+	drain := p != nil && p.Drain && !p.Since.Before(r.Start)
+	return fateOf(r, current, state, drain)
 }
 
 // LastSuccess is the newest success the slots record; nil if none.
