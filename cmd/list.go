@@ -1,8 +1,9 @@
 package cmd
 
 // `leaderrun list`: every lease of the container from one paged listing,
-// rendered as an aligned table or JSON (the JSON that status grows from).
-// The rendering is pure: the command reads the views.
+// rendered as a table within the terminal or as JSON (an array of the
+// objects status prints, built by the same function). The rendering is
+// pure: the command reads the views.
 
 import (
 	"cmp"
@@ -11,7 +12,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,14 +27,19 @@ func newListCmd(a *app) *cobra.Command {
 		Use:   "list [-o text|json]",
 		Short: "List every lease of the container with its state, holder and last run",
 		Long: `list lists the container's blobs once (one request per 5,000 blobs, lease
-state and metadata included) and prints one row per lease: state, holder,
-term, since when it is held, the last run that is over, and notes (a pause in
-force, hosts done). A lease of several slots gets a summary row and one row
-per slot; its slot and marker blobs are not listed as leases of their own.
+state and metadata included, each page with its own deadline), and the done
+markers of the leases that have any, and prints one row per lease: state,
+holder, term, since when it is held, the last run that is over and how it
+ended (in the words status and history use), and notes (a pause in force,
+the schedule, hosts done). A lease of several slots gets a summary row and
+one row per slot; its slot and marker blobs are not listed as leases of their
+own. The table keeps within the terminal's width (COLUMNS, else the
+terminal's, else 80), cutting long names, holders, runs and notes with "…".
 Ages are by the storage service's clock (the listing's Date).
 
 -o json prints an array of the objects that status -o json prints, each with
-"lease", its name. Exit status 0, or 69 when the storage cannot be read.`,
+"lease", its name, and every value whole. Exit status 0, or 69 when the
+storage cannot be read.`,
 		Example: `  leaderrun list
   leaderrun list --container jobs -o json |
     jq -r '.[] | select(.state == "leased") | .lease'`,
@@ -54,21 +59,23 @@ Ages are by the storage service's clock (the listing's Date).
 	return c
 }
 
+// runList reads every lease of the container. The listing has no deadline
+// of its own: each page has one (a container of tens of thousands of blobs
+// takes many pages), and a listing longer than the lease package's bound on
+// pages is an error.
 func runList(ctx context.Context, a *app, o *readOptions) error {
-	rctx, cancel := context.WithTimeout(ctx, operatorTimeout)
-	defer cancel()
 	client, err := lease.NewContainer(o.loc.clientConfig("", a.log))
 	if err != nil {
 		return leader.StorageExit(err)
 	}
-	leases, err := client.Views(rctx)
+	leases, err := client.Views(ctx)
 	if err != nil {
 		return exit.With(exit.Unavailable, fmt.Errorf("cannot list container %s: %w", exit.Quote(o.loc.container), err))
 	}
 	if o.output == "json" {
 		return writeJSON(a.stdout, listJSON(leases))
 	}
-	return writeListText(a.stdout, leases)
+	return writeListText(a.stdout, outputWidth(a.stdout), leases)
 }
 
 // pauseJSON is a pause in JSON: until is null when open-ended.
@@ -76,6 +83,7 @@ type pauseJSON struct {
 	Reason *string    `json:"reason"`
 	Since  *time.Time `json:"since"`
 	Until  *time.Time `json:"until"`
+	Drain  bool       `json:"drain,omitempty"` // pause --drain: the holders' leases were broken too; left out otherwise
 }
 
 // slotStatusJSON is one slot in a lease's `slots` array.
@@ -96,18 +104,19 @@ type leaseStatusJSON struct {
 	DoneHosts []string         `json:"doneHosts,omitempty"`
 }
 
-// toLeaseStatusJSON converts one lease.
+// toLeaseStatusJSON converts one lease: status prints it, and list an
+// array of them.
 func toLeaseStatusJSON(l *lease.View) leaseStatusJSON {
 	s0 := l.Slot(0)
-	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(s0.URL, s0.Props), DoneHosts: l.DoneHosts}
+	j := leaseStatusJSON{Lease: l.Name, statusJSON: toStatusJSON(l, s0), DoneHosts: l.DoneHosts}
 	scheduleJSON(&j.statusJSON, s0.Props, l.Date)
 	if p := l.Paused(); p != nil {
-		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until)}
+		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until), Drain: p.Drain}
 	}
 	if l.SlotCount > 1 {
 		j.Slots = []slotStatusJSON{}
 		for _, s := range l.Slots {
-			j.Slots = append(j.Slots, slotStatusJSON{Slot: s.Index, statusJSON: toStatusJSON(s.URL, s.Props)})
+			j.Slots = append(j.Slots, slotStatusJSON{Slot: s.Index, statusJSON: toStatusJSON(l, s)})
 		}
 	}
 	return j
@@ -122,41 +131,37 @@ func listJSON(leases []lease.View) []leaseStatusJSON {
 	return out
 }
 
-// listTextHolderMax is the widest holder the table shows; longer ones are
-// cut ending in "...". JSON keeps them whole.
-const listTextHolderMax = 40
-
-// writeListText prints the aligned table: one row per lease, and for a
-// lease of N > 1 slots a summary row and one indented row per slot. Ages are
-// by the service's Date.
-func writeListText(w io.Writer, leases []lease.View) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEASE\tSTATE\tHOLDER\tTERM\tSINCE\tLAST RUN\tNOTES")
+// writeListText prints the table within width: one row per lease, and for
+// a lease of N > 1 slots a summary row and one indented row per slot. Ages
+// are by the service's Date.
+func writeListText(w io.Writer, width int, leases []lease.View) error {
+	t := table{header: []string{"LEASE", "STATE", "HOLDER", "TERM", "SINCE", "LAST RUN", "NOTES"},
+		cut: []bool{true, false, true, false, false, true, true}, gap: 2}
 	for i := range leases {
 		l := &leases[i]
 		notes := leaseNotes(l)
 		if l.SlotCount <= 1 {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, slotCells(l.Slot(0).Props, l.Date), notes)
+			t.rows = append(t.rows, append(append([]string{l.Name}, slotCells(l, l.Slot(0).Props, l.Date)...), notes))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d leased\t-\t-\t-\t-\t%s\n", l.Name, l.Held(), l.SlotCount, notes)
+		t.rows = append(t.rows, []string{l.Name, fmt.Sprintf("%d/%d leased", l.Held(), l.SlotCount), "-", "-", "-", "-", notes})
 		for _, s := range l.Slots {
-			fmt.Fprintf(tw, "  slot %d\t%s\n", s.Index, slotCells(s.Props, l.Date))
+			t.rows = append(t.rows, append([]string{"  slot " + strconv.Itoa(s.Index)}, slotCells(l, s.Props, l.Date)...))
 		}
 	}
-	return tw.Flush()
+	return t.write(w, width)
 }
 
-// slotCells is STATE, HOLDER, TERM, SINCE and LAST RUN (the newest run
-// that is over: a running one shows as the state, holder and since),
-// tab-separated.
-func slotCells(p *lease.Properties, now time.Time) string {
+// slotCells are STATE, HOLDER, TERM, SINCE and LAST RUN of lease blob p of
+// l: the newest run that is over (a running one shows as the state, holder
+// and since), by its fate, and where it ran when not on HOLDER.
+func slotCells(l *lease.View, p *lease.Properties, now time.Time) []string {
 	if p.State == lease.StateAbsent {
-		return "never held\t-\t-\t-\t-"
+		return []string{"never held", "-", "-", "-", "-"}
 	}
 	holder, term, since := "-", "-", "-"
 	if p.Holder != "" {
-		holder = cutText(p.Holder, listTextHolderMax)
+		holder = p.Holder
 	}
 	if p.Term > 0 {
 		term = strconv.FormatInt(p.Term, 10)
@@ -166,33 +171,35 @@ func slotCells(p *lease.Properties, now time.Time) string {
 	}
 	last := "-"
 	for _, r := range lease.ReadHistory(p.Metadata, p.State.Held()) {
-		if !r.Running {
-			last = lastRunText(r, now)
+		if f := l.Fate(r); f.Over() {
+			last = lastRunText(r, f, now, p.Holder)
 			break
 		}
 	}
-	return strings.Join([]string{string(p.State), holder, term, since, last}, "\t")
+	return []string{string(p.State), holder, term, since, last}
 }
 
-// lastRunText describes a run that is over: "exit 0, 5m ago on vm-3",
-// "lost its lease, started 1h ago on vm-2".
-func lastRunText(r lease.Run, now time.Time) string {
-	on := "on " + cutText(cmp.Or(r.Holder, "an unknown host"), listTextHolderMax)
-	switch {
-	case r.EndUnknown():
-		return "lost its lease, started " + shortAgo(r.Start, now) + " " + on
-	case r.ExitCode == nil:
-		return "ended " + shortAgo(r.End, now) + " " + on
-	case r.End.IsZero():
-		return fmt.Sprintf("exit %d, started %s %s", *r.ExitCode, shortAgo(r.Start, now), on)
+// lastRunText describes a run that is over by its fate, when and, unless
+// it is holder (the row's HOLDER), where: "exited 0, 5m ago on vm-3", "lost
+// its lease, started 1h ago".
+func lastRunText(r lease.Run, f lease.Fate, now time.Time, holder string) string {
+	when := "started " + shortAgo(r.Start, now)
+	if !r.End.IsZero() {
+		when = shortAgo(r.End, now)
 	}
-	return fmt.Sprintf("exit %d, %s %s", *r.ExitCode, shortAgo(r.End, now), on)
+	if r.Holder == holder && holder != "" {
+		return f.String() + ", " + when
+	}
+	return f.String() + ", " + when + " on " + cmp.Or(r.Holder, "an unknown host")
 }
 
 func leaseNotes(l *lease.View) string {
 	var notes []string
 	if p := l.Paused(); p != nil {
 		n := "PAUSED"
+		if p.Drain {
+			n = "DRAINED"
+		}
 		if !p.Until.IsZero() {
 			n += " until " + p.Until.Format(time.RFC3339)
 		}
@@ -235,11 +242,4 @@ func shortAgo(t, now time.Time) string {
 		return strconv.Itoa(int(d/time.Hour)) + "h ago"
 	}
 	return strconv.Itoa(int(d/(24*time.Hour))) + "d ago"
-}
-
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -3,10 +3,13 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leaderrun/leaderrun/lease"
 )
@@ -57,6 +60,8 @@ func listFixture() []fixtureBlob {
 			"lastrunend": listStamp(49 * time.Hour), "lastexit": "1",
 		}},
 		{Name: "patch/2026-11~done/vm-1"},
+		{Name: "~done/patch/2026-11~vm-1"}, // done before and after an upgrade
+		{Name: "~done/patch/2026-11~vm-3"},
 		{Name: "maint~pause", Metadata: map[string]string{"Reason": "db upgrade", "Since": listStamp(time.Minute), "Until": listNow.Add(time.Hour).Format(time.RFC3339)}},
 		{Name: "old~pause", Metadata: map[string]string{"until": listStamp(time.Second)}},
 		{Name: "old", State: lease.StateAvailable},
@@ -79,8 +84,8 @@ func TestListGroup(t *testing.T) {
 	if len(patch.Slots) != 2 || patch.Slots[0].Index != 0 || patch.Slots[1].Index != 1 || patch.SlotCount != 3 {
 		t.Errorf("patch slots = %+v (count %d), want slots 0 and 1 of 3", patch.Slots, patch.SlotCount)
 	}
-	if strings.Join(patch.DoneHosts, ",") != "vm-1,vm-2" {
-		t.Errorf("done hosts = %v, want [vm-1 vm-2]", patch.DoneHosts)
+	if strings.Join(patch.DoneHosts, ",") != "vm-1,vm-2,vm-3" {
+		t.Errorf("done hosts = %v, want [vm-1 vm-2 vm-3]", patch.DoneHosts)
 	}
 	if maint := got[2]; len(maint.Slots) != 0 || maint.Pause == nil || maint.Pause.Reason != "db upgrade" {
 		t.Errorf("maint = %+v, want a pause and no slot", maint)
@@ -89,20 +94,156 @@ func TestListGroup(t *testing.T) {
 
 func TestListText(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeListText(&b, listViews()); err != nil {
+	if err := writeListText(&b, 1000, listViews()); err != nil {
 		t.Fatal(err)
 	}
-	want := `LEASE           STATE       HOLDER                                    TERM  SINCE   LAST RUN                                                                    NOTES
-cron/report     leased      vm-2                                      43    2m ago  exit 0, 5m ago on vm-3                                                      -
-deploy/migrate  available   hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh...  7     3h ago  lost its lease, started 3h ago on hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh...  -
-maint           never held  -                                         -     -       -                                                                           PAUSED until 2026-11-23T13:00:00Z: db upgrade
-old             available   -                                         -     -       -                                                                           -
-patch/2026-11   1/3 leased  -                                         -     -       -                                                                           2 hosts done
-  slot 0        leased      vm-1                                      3     1m ago  -
-  slot 1        expired     vm-3                                      2     2d ago  exit 1, 2d ago on vm-3
+	want := `LEASE           STATE       HOLDER                                              TERM  SINCE   LAST RUN                        NOTES
+cron/report     leased      vm-2                                                43    2m ago  exited 0, 5m ago on vm-3        -
+deploy/migrate  available   hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh  7     3h ago  lost its lease, started 3h ago  -
+maint           never held  -                                                   -     -       -                               PAUSED until 2026-11-23T13:00:00Z: db upgrade
+old             available   -                                                   -     -       -                               -
+patch/2026-11   1/3 leased  -                                                   -     -       -                               3 hosts done
+  slot 0        leased      vm-1                                                3     1m ago  -
+  slot 1        expired     vm-3                                                2     2d ago  exited 1, 2d ago
 `
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// longViews is listViews with a lease of a 1,000-character name and one
+// paused with a 250-character reason.
+func longViews() ([]lease.View, string, string) {
+	name := strings.Repeat("n", 1000)
+	reason := strings.Repeat("r", 250)
+	var listed []lease.Listed
+	for _, b := range listFixture() {
+		listed = append(listed, lease.Listed{Name: b.Name, Props: lease.PropertiesOf(b.State, b.Metadata, listNow)})
+	}
+	listed = append(listed,
+		lease.Listed{Name: name, Props: lease.PropertiesOf(lease.StateLeased, map[string]string{"holder": strings.Repeat("v", 200), "term": "2"}, listNow)},
+		lease.Listed{Name: "frozen~pause", Props: lease.PropertiesOf(lease.StateAvailable, map[string]string{"reason": reason}, listNow)})
+	return lease.Group(listed, listNow, listURL), name, reason
+}
+
+// The table keeps within the terminal, whatever one name or note holds:
+// the long cells are cut with "…", the other rows keep theirs, and JSON
+// keeps every value whole.
+func TestListTextWithinTheTerminal(t *testing.T) {
+	views, name, reason := longViews()
+	for _, width := range []int{80, 100, 132} {
+		var b bytes.Buffer
+		if err := writeListText(&b, width, views); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		for _, l := range lines {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("width %d: a line of %d: %q", width, n, l)
+			}
+		}
+		if !strings.HasPrefix(lines[0], "LEASE ") || !strings.Contains(lines[0], "NOTES") {
+			t.Errorf("width %d: header %q", width, lines[0])
+		}
+		if !regexp.MustCompile(`(?m)^cron/report +leased +vm-2 +43 +2m ago +exited 0`).MatchString(b.String()) {
+			t.Errorf("width %d: the cron/report row is not whole:\n%s", width, b.String())
+		}
+		if !regexp.MustCompile(`(?m)^nnnn+… +leased +vvv+… +2 `).MatchString(b.String()) {
+			t.Errorf("width %d: the long name and holder are not cut:\n%s", width, b.String())
+		}
+		if !regexp.MustCompile(`(?m)^frozen +never held .* PAUSED: rrr+…$`).MatchString(b.String()) {
+			t.Errorf("width %d: the long note is not cut:\n%s", width, b.String())
+		}
+	}
+	var b bytes.Buffer
+	if err := writeJSON(&b, listJSON(views)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"lease": "`+name+`"`) || !strings.Contains(b.String(), `"reason": "`+reason+`"`) {
+		t.Error("list -o json does not keep the long name and reason whole")
+	}
+}
+
+// status keeps within the terminal too, and its slot table has a header.
+func TestStatusTextWithinTheTerminal(t *testing.T) {
+	views, name, _ := longViews()
+	for _, v := range views {
+		var b bytes.Buffer
+		if err := writeStatusText(&b, 80, v.Name, &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > 80 {
+				t.Errorf("%.20s: a line of %d: %q", v.Name, n, l)
+			}
+		}
+		if v.Name == name && !regexp.MustCompile(`(?m)^lease: +nnnn+…$`).MatchString(b.String()) {
+			t.Errorf("the long name is not cut:\n%s", b.String())
+		}
+		if v.Name == "patch/2026-11" {
+			want := `  SLOT  STATE       HOLDER  TERM  SINCE   LAST RUN
+  0     leased      vm-1    3     1m ago  -
+  1     expired     vm-3    2     2d ago  exited 1, 2d ago
+  2     never held  -       -     -       -
+`
+			if !strings.HasSuffix(b.String(), "slots:      1 of 3 leased\n"+want) {
+				t.Errorf("status of patch/2026-11:\n%s\nwant it to end in its slots:\n%s", b.String(), want)
+			}
+		}
+	}
+}
+
+// The width: COLUMNS when it is a number, else the terminal's, else 80.
+func TestOutputWidth(t *testing.T) {
+	for cols, want := range map[string]int{"": 80, "132": 132, "40": 40, "wide": 80, "0": 80, "-3": 80} {
+		t.Setenv("COLUMNS", cols)
+		if got := outputWidth(&bytes.Buffer{}); got != want {
+			t.Errorf("COLUMNS=%q: width %d, want %d", cols, got, want)
+		}
+	}
+}
+
+// A run cut by an operator, and every other fate, read the same in status,
+// list and history, text and JSON: one function names them.
+func TestFateInEveryRendering(t *testing.T) {
+	start := listNow.Add(-19 * time.Second)
+	run := map[string]string{"holder": "vm-1", "term": "5", "lastrunholder": "vm-1", "lastrunterm": "5", "lastrunstart": start.Format(time.RFC3339)}
+	drain := map[string]string{"reason": "moving", "since": listNow.Add(-5 * time.Second).Format(time.RFC3339), "drain": "true"}
+	for _, tc := range []struct {
+		name  string
+		state lease.State
+		pause map[string]string
+		want  string
+	}{
+		{"break", lease.StateBreaking, nil, "broken by an operator"},
+		{"pause --drain", lease.StateAvailable, drain, "drained"},
+		{"lost", lease.StateExpired, nil, "lost its lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listed := []lease.Listed{{Name: "job", Props: lease.PropertiesOf(tc.state, run, listNow)}}
+			if tc.pause != nil {
+				listed = append(listed, lease.Listed{Name: "job~pause", Props: lease.PropertiesOf(lease.StateAvailable, tc.pause, listNow)})
+			}
+			v := &lease.Group(listed, listNow, listURL)[0]
+			var status, list, history, js, hjs bytes.Buffer
+			if err := errors.Join(writeStatusText(&status, 80, "job", v), writeListText(&list, 200, []lease.View{*v}),
+				writeHistoryText(&history, 80, v), writeJSON(&js, toLeaseStatusJSON(v)), writeJSON(&hjs, historyJSON(v))); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(status.String(), "last run:  "+tc.want+" on vm-1\n") {
+				t.Errorf("status:\n%s\nwant the last run %s", status.String(), tc.want)
+			}
+			if !regexp.MustCompile(`(?m)^job +` + string(tc.state) + ` +vm-1 +5 +- +` + tc.want + `, started 19s ago +`).MatchString(list.String()) {
+				t.Errorf("list:\n%s\nwant the last run %s", list.String(), tc.want)
+			}
+			if !regexp.MustCompile(`(?m)^vm-1 +5 +.* +- +` + tc.want + `$`).MatchString(history.String()) {
+				t.Errorf("history:\n%s\nwant the run %s", history.String(), tc.want)
+			}
+			fate := `"running": false,\s+"fate": "` + tc.want + `"`
+			if !regexp.MustCompile(fate).MatchString(js.String()) || !regexp.MustCompile(fate).MatchString(hjs.String()) {
+				t.Errorf("JSON:\n%s\n%s\nwant running false and the fate %s", js.String(), hjs.String(), tc.want)
+			}
+		})
 	}
 }
 
@@ -157,7 +298,7 @@ func TestListJSON(t *testing.T) {
 	if lr, _ := s1["lastRun"].(map[string]any); lr["exitCode"] != 1.0 {
 		t.Errorf("slot 1 lastRun = %v", s1["lastRun"])
 	}
-	if hosts, _ := patch["doneHosts"].([]any); len(hosts) != 2 || hosts[0] != "vm-1" {
+	if hosts, _ := patch["doneHosts"].([]any); len(hosts) != 3 || hosts[0] != "vm-1" || hosts[2] != "vm-3" {
 		t.Errorf("doneHosts = %v", patch["doneHosts"])
 	}
 

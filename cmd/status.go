@@ -1,9 +1,10 @@
 package cmd
 
 // `leaderrun status` and `leaderrun history`, read through one helper:
-// status shows one lease (its View) as rows or JSON, with a row per slot
-// when it has several; history the recent runs, newest first, from the
-// history its blobs keep in their metadata (lease/record_history.go).
+// status shows one lease (its View) as rows or JSON, with a table of its
+// slots when it has several; history the recent runs, newest first, from
+// the history its blobs keep in their metadata (lease/record_history.go).
+// Each run is shown by its fate (lease.View.Fate), in the words list uses.
 
 import (
 	"cmp"
@@ -13,7 +14,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,8 +31,8 @@ type readOptions struct {
 }
 
 // newReadCmd gives c, status or history, the flags of one lease and -o,
-// and makes it read the lease once their checks pass (one listing, no lease
-// operation) and show what it read.
+// and makes it read the lease once their checks pass (lease.Blob.View: a
+// read and two listings, no lease operation) and show what it read.
 func newReadCmd(a *app, c *cobra.Command, show func(o *readOptions, v *lease.View) error) *cobra.Command {
 	o := &readOptions{}
 	c.Args = unexpectedArgs
@@ -71,11 +71,14 @@ func newStatusCmd(a *app) *cobra.Command {
 	return newReadCmd(a, &cobra.Command{
 		Use:   "status -l NAME [-o text|json]",
 		Short: "Show who holds a lease, since when, and what ran last",
-		Long: `status lists the lease's blobs (one request, no lease operation: the slots,
-the pause and the done markers come with it) and prints its URL
+		Long: `status reads the lease blob and lists the lease's other blobs (the slots,
+the pause marker and the done markers: no lease operation) and prints its URL
 (without any secret), the lease state (available, leased, expired, breaking,
 broken, or never held), the holder, the fencing term, since when it is held,
-and the last run: who ran it, when it started and ended, and its exit status.
+and the last run: how it ended (running, exited N, killed by signal N, lost
+its lease, broken by an operator, drained), who ran it, when it started and
+ended. A lease of several slots adds a table of its slots. Lines are cut to
+the terminal's width (COLUMNS), with "…"; -o json has the whole values.
 Times are the storage service's. Exit status 0, or 69 when the storage cannot
 be read.`,
 		Example: `  leaderrun status -l cron/report
@@ -86,9 +89,7 @@ be read.`,
 			j.Lease = "" // status names no lease: it was asked for one
 			return writeJSON(a.stdout, j)
 		}
-		writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
-		writeSlotsText(a.stdout, v)
-		return nil
+		return writeStatusText(a.stdout, outputWidth(a.stdout), o.loc.lease, v)
 	})
 }
 
@@ -110,19 +111,26 @@ type statusJSON struct {
 	DueOccurrence    *time.Time `json:"dueOccurrence,omitempty"`
 }
 
+// lastRunJSON is a slot's last run in status -o json.
 type lastRunJSON struct {
 	Holder   *string    `json:"holder"`
 	Start    *time.Time `json:"start"`
 	End      *time.Time `json:"end"`
 	ExitCode *int       `json:"exitCode"`
+	Running  bool       `json:"running"`
+	Fate     string     `json:"fate"` // lease.Fate in words, as the text shows it
 }
 
-func toStatusJSON(url string, p *lease.Properties) statusJSON {
-	s := statusJSON{URL: url, State: string(p.State), Holder: stringOrNull(p.Holder), Term: termOrNull(p.Term), AcquiredAt: timeOrNull(p.AcquiredAt)}
+// toStatusJSON converts slot s of lease v.
+func toStatusJSON(v *lease.View, s lease.Slot) statusJSON {
+	p := s.Props
+	j := statusJSON{URL: s.URL, State: string(p.State), Holder: stringOrNull(p.Holder), Term: termOrNull(p.Term), AcquiredAt: timeOrNull(p.AcquiredAt)}
 	if r := p.LastRun; r != nil {
-		s.LastRun = &lastRunJSON{Holder: stringOrNull(r.Holder), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode}
+		f := v.Fate(*r)
+		j.LastRun = &lastRunJSON{Holder: stringOrNull(r.Holder), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode,
+			Running: !f.Over(), Fate: f.String()}
 	}
-	return s
+	return j
 }
 
 // stringOrNull, termOrNull and timeOrNull give a value for JSON: null when
@@ -149,57 +157,74 @@ func timeOrNull(t time.Time) *time.Time {
 	return &t
 }
 
-// writeStatusText prints status's rows; pause is the pause in force (nil if
-// none), now the service's Date of the read.
-func writeStatusText(w io.Writer, name, url string, p *lease.Properties, pause *lease.Pause, now time.Time) {
+// writeStatusText prints status's rows within width: slot 0's state,
+// holder, term and last run, the pause in force, the schedule, the done
+// hosts; and for a lease of several slots a table of them.
+func writeStatusText(w io.Writer, width int, name string, v *lease.View) error {
+	now := v.Date
 	if now.IsZero() {
 		now = time.Now()
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	defer tw.Flush()
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("lease", exit.Cut(name))
-	row("url", url)
-	if pause != nil {
-		row("paused", pauseRow(pause, now))
+	var kv keyValues
+	kv.add("lease", name)
+	kv.add("url", v.URL)
+	if pause := v.Paused(); pause != nil {
+		kv.add("paused", pauseRow(pause, now))
 	}
-	if !p.Exists {
-		row("state", "never held (the blob does not exist yet)")
-		return
+	if p := v.Slot(0).Props; !p.Exists {
+		kv.add("state", "never held (the blob does not exist yet)")
+	} else {
+		slotRows(&kv, v, p, now)
 	}
-	row("state", string(p.State))
+	if len(v.DoneHosts) > 0 {
+		kv.add("done hosts", fmt.Sprintf("%d: %s", len(v.DoneHosts), joinHosts(v.DoneHosts)))
+	}
+	if v.SlotCount > 1 {
+		kv.add("slots", fmt.Sprintf("%d of %d leased", v.Held(), v.SlotCount))
+	}
+	if err := kv.write(w, width); err != nil {
+		return err
+	}
+	if v.SlotCount <= 1 {
+		return nil
+	}
+	t := table{header: []string{"SLOT", "STATE", "HOLDER", "TERM", "SINCE", "LAST RUN"}, cut: []bool{false, false, true, false, false, true},
+		gap: 2, indent: "  "}
+	for i := range v.SlotCount {
+		s := v.Slot(i)
+		t.rows = append(t.rows, append([]string{strconv.Itoa(i)}, slotCells(v, s.Props, now)...))
+	}
+	return t.write(w, width)
+}
+
+// slotRows are status's rows of one existing lease blob p of v.
+func slotRows(kv *keyValues, v *lease.View, p *lease.Properties, now time.Time) {
+	kv.add("state", string(p.State))
 	if p.Holder != "" {
 		holder := p.Holder
 		if !p.State.Held() {
 			holder += " (last holder)"
 		}
-		row("holder", holder)
+		kv.add("holder", holder)
 	}
 	if p.Term > 0 {
-		row("term", fmt.Sprint(p.Term))
+		kv.add("term", fmt.Sprint(p.Term))
 	}
 	if !p.AcquiredAt.IsZero() {
-		row("since", stamp(p.AcquiredAt, now))
+		kv.add("since", stamp(p.AcquiredAt, now))
 	}
 	if r := p.LastRun; r != nil {
-		var b strings.Builder
-		b.WriteString(r.Holder)
+		kv.add("last run", v.Fate(*r).String()+" on "+cmp.Or(r.Holder, "an unknown host"))
 		if !r.Start.IsZero() {
-			fmt.Fprintf(&b, ", started %s", stamp(r.Start, now))
+			kv.add("  started", stamp(r.Start, now))
 		}
-		switch {
-		case !r.End.IsZero() && r.ExitCode != nil:
-			fmt.Fprintf(&b, ", ended %s, exit %d", stamp(r.End, now), *r.ExitCode)
-		case !r.End.IsZero():
-			fmt.Fprintf(&b, ", ended %s", stamp(r.End, now))
-		default:
-			b.WriteString(", not ended")
+		if !r.End.IsZero() {
+			kv.add("  ended", stamp(r.End, now))
 		}
-		row("last run", b.String())
 	} else {
-		row("last run", "none recorded")
+		kv.add("last run", "none recorded")
 	}
-	scheduleRows(row, p, now)
+	scheduleRows(kv.add, p, now)
 }
 
 // stamp prints a service time with how long ago it was by the service's clock.
@@ -220,26 +245,13 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 		fmt.Fprintf(&b, "since %s, ", stamp(p.Since, now))
 	}
 	b.WriteString("until " + timeOr(p.Until, "resume"))
+	if p.Drain {
+		b.WriteString(", drained")
+	}
 	if p.Reason != "" {
 		b.WriteString(": " + p.Reason)
 	}
 	return b.String()
-}
-
-// writeSlotsText adds to status's text one line per slot when the lease
-// has more than one, and the hosts that are done.
-func writeSlotsText(w io.Writer, l *lease.View) {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	defer tw.Flush()
-	if l.SlotCount > 1 {
-		fmt.Fprintf(tw, "slots:\t%d of %d leased\n", l.Held(), l.SlotCount)
-		for i := range l.SlotCount {
-			fmt.Fprintf(tw, "  slot %d:\t%s\n", i, slotCells(l.Slot(i).Props, l.Date))
-		}
-	}
-	if len(l.DoneHosts) > 0 {
-		fmt.Fprintf(tw, "done hosts:\t%d: %s\n", len(l.DoneHosts), joinHosts(l.DoneHosts))
-	}
 }
 
 // joinHosts lists the first 20 hosts.
@@ -257,22 +269,26 @@ func newHistoryCmd(a *app) *cobra.Command {
 		Short: "Show the recent runs of a lease, newest first",
 		Long: `history prints the runs the lease keeps in its metadata, newest first: the
 last 20 of each slot (merged across slots), with holder, term, start, end and
-exit status. It costs one listing of NAME (no lease operation). Times are the
-storage service's.
+how each ended, in the words status and list use: running, exited N, killed
+by signal N, lost its lease (its holder lost the lease or died before it
+could record its end), broken by an operator, drained. It costs a read of the
+lease blob and a listing of its other blobs (no lease operation). Lines are
+cut to the terminal's width (COLUMNS), with "…". Times are the storage
+service's.
 
-A run whose holder lost the lease (or died) before it could record its end
-shows its end and exit status as unknown. A run in progress shows as running.
-
--o json prints an array of {holder, term, start, end, exitCode}; unknown
-values are null. Exit status 0, or 69 when the storage cannot be read.`,
+The table shows how long each run took (from its start to its end, by the
+service's clock; "-" while running or when its end is unknown). -o json
+prints an array of {holder, term, start, end, exitCode, running, fate};
+unknown values are null. Exit status 0, or 69 when the storage cannot
+be read.`,
 		Example: `  leaderrun history -l cron/report
   leaderrun history -l cron/report -o json |
-    jq '[.[] | select(.exitCode != 0)] | length'`,
+    jq '[.[] | select(.running | not) | select(.exitCode != 0)] | length'`,
 	}, func(o *readOptions, v *lease.View) error {
 		if o.output == "json" {
-			return writeJSON(a.stdout, historyJSON(v.Runs()))
+			return writeJSON(a.stdout, historyJSON(v))
 		}
-		return writeHistoryText(a.stdout, v.Runs(), v.Date)
+		return writeHistoryText(a.stdout, outputWidth(a.stdout), v)
 	})
 }
 
@@ -283,43 +299,40 @@ type runJSON struct {
 	Start    *time.Time `json:"start"`
 	End      *time.Time `json:"end"`
 	ExitCode *int       `json:"exitCode"`
+	Running  bool       `json:"running"`
+	Fate     string     `json:"fate"` // lease.Fate in words, as the text shows it
 }
 
-func historyJSON(runs []lease.Run) []runJSON {
+func historyJSON(v *lease.View) []runJSON {
+	runs := v.Runs()
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
-		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode})
+		f := v.Fate(r)
+		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End),
+			ExitCode: r.ExitCode, Running: !f.Over(), Fate: f.String()})
 	}
 	return out
 }
 
-// writeHistoryText prints the runs as an aligned table; ages are by now,
-// the service's Date.
-func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
+// writeHistoryText prints the runs as a table within width: who, the term,
+// the start (RFC 3339, the service's clock), how long the run took, and its
+// fate.
+func writeHistoryText(w io.Writer, width int, v *lease.View) error {
+	runs := v.Runs()
 	if len(runs) == 0 {
 		_, err := fmt.Fprintln(w, "no run recorded")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOLDER\tTERM\tSTART\tEND\tEXIT")
+	t := table{header: []string{"HOLDER", "TERM", "START", "TOOK", "FATE"}, cut: []bool{true, false, false, false, true}, gap: 2}
 	for _, r := range runs {
-		term, end, exit := "-", "-", "-"
+		term, took := "-", "-"
 		if r.Term > 0 {
 			term = strconv.FormatInt(r.Term, 10)
 		}
-		switch {
-		case r.Running:
-			end = "running"
-		case r.EndUnknown():
-			end, exit = "unknown", "unknown (lost its lease)"
-		default:
-			end, exit = timeOr(r.End, "unknown"), "unknown"
-			if r.ExitCode != nil {
-				exit = strconv.Itoa(*r.ExitCode)
-			}
+		if !r.End.IsZero() {
+			took = max(r.End.Sub(r.Start), 0).String()
 		}
-		start := rfc3339(r.Start) + " (" + shortAgo(r.Start, now) + ")"
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
+		t.rows = append(t.rows, []string{cmp.Or(r.Holder, "-"), term, rfc3339(r.Start), took, v.Fate(r).String()})
 	}
-	return tw.Flush()
+	return t.write(w, width)
 }

@@ -98,14 +98,16 @@ func sdkClient[C, O any](c *Container, url string, opts O,
 
 // clientOptions are the options of every SDK client: no SDK retries
 // (leaderrun retries with its own deadlines), every try bounded by
-// tryTimeout, no telemetry header, the bounded transport, and a bearer
-// token over plain http only to a loopback host (Azurite). tr, if not nil,
-// replaces the bounded transport (ClientConfig.Transport).
+// tryTimeout, no telemetry header, the bounded transport, a bearer token
+// over plain http only to a loopback host (Azurite), and a listing's
+// startFrom sent (startFromPolicy, list.go). tr, if not nil, replaces the
+// bounded transport (ClientConfig.Transport).
 func clientOptions(loopback bool, tr policy.Transporter) azcore.ClientOptions {
 	if tr == nil {
 		tr = newTransport()
 	}
 	return azcore.ClientOptions{
+		PerCallPolicies:                 []policy.Policy{startFromPolicy{}},
 		Retry:                           policy.RetryOptions{MaxRetries: -1, TryTimeout: tryTimeout},
 		Telemetry:                       policy.TelemetryOptions{Disabled: true},
 		Transport:                       tr,

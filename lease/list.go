@@ -1,19 +1,23 @@
 package lease
 
 // Listing: a container's blobs under a prefix, with lease state and
-// metadata; and View, one lease as one listing shows it (its slot blobs,
-// pause marker, done markers, and the runs they record). list, status,
-// history, check, break and the slot poll read a lease through it; the
-// commands render it.
+// metadata, each page with its own deadline; and View, one lease as its
+// blobs show it (its slot blobs, pause marker, done markers, and the runs
+// they record, each with its fate). list, status, history, check, break and
+// the slot poll read a lease through it; the commands render it.
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
@@ -26,6 +30,10 @@ type containerAPI interface {
 	// (and prefix "") it does not page through the helper blobs (names.go):
 	// it stops where they begin and goes on after them (startFrom).
 	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
+	// listNames lists the distinct names under prefix up to the next
+	// delimiter (List Blobs with a delimiter: the blob prefixes), every
+	// page: one name per lease of the done markers, however many hosts.
+	listNames(ctx context.Context, prefix, delimiter string) ([]string, error)
 	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (azblob.go)
 	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (azblob.go)
 }
@@ -36,20 +44,40 @@ type listedBlob struct {
 	LeaseState string            // "" if absent
 	ETag       string            // quoted, as a response header gives it
 	Metadata   map[string]string // names lowercased; never nil
+	Created    time.Time         // the blob's creation time; zero if not given
 }
 
-// maxListPages bounds a listing: at 5,000 blobs a page, half a million, far
-// beyond a container of leases; one that would go on is an error.
-const maxListPages = 100
+const (
+	// maxListPages bounds a listing: at 5,000 blobs a page, half a million,
+	// far beyond a container of leases; one that would go on is an error.
+	maxListPages = 100
+	// pageTimeout bounds each page of a listing on its own, not the
+	// listing: a page of 5,000 blobs with their metadata is megabytes, and
+	// a container of tens of thousands of blobs takes many pages. It is the
+	// SDK's bound on one try, which a page's body is read within.
+	pageTimeout = tryTimeout
+)
 
 func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
 	blobs, last, err := listPages(ctx, a.container, prefix, skipHelpers)
 	return blobs, last, a.c.fail("list blobs", err)
 }
 
+func (a *azContainer) listNames(ctx context.Context, prefix, delimiter string) ([]string, error) {
+	names, err := listPrefixes(ctx, a.container, prefix, delimiter)
+	return names, a.c.fail("list blobs", err)
+}
+
 // pagerLister is the SDK container client's lister (a test serves pages).
 type pagerLister interface {
 	NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse]
+}
+
+// nextPage fetches pager's next page within pageTimeout of its own.
+func nextPage[T any](ctx context.Context, pager *runtime.Pager[T]) (T, error) {
+	pctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	defer cancel()
+	return pager.NextPage(pctx)
 }
 
 // listPages is listBlobs on pl, its failures not yet mapped.
@@ -64,13 +92,13 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 		pages int
 	)
 	// list lists by opts until the pager ends, or until keep says stop.
-	list := func(keep func(name string) (take, more bool)) error {
+	list := func(ctx context.Context, keep func(name string) (take, more bool)) error {
 		for pager := pl.NewListBlobsFlatPager(opts); pager.More(); {
 			if pages == maxListPages {
 				return fmt.Errorf("lease: more than %d pages of blobs under %q", maxListPages, prefix)
 			}
 			pages++
-			page, err := pager.NextPage(ctx)
+			page, err := nextPage(ctx, pager)
 			if err != nil {
 				return err
 			}
@@ -101,18 +129,75 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 			return !reached, !reached
 		}
 	}
-	err := list(keep)
+	err := list(ctx, keep)
 	if err == nil && reached {
 		// The names after the helper blobs: a service that does not know
 		// startFrom lists from the start again, and those are skipped.
-		from := afterHelpers
-		opts.StartFrom = &from
-		err = list(func(name string) (bool, bool) { return name >= afterHelpers, true })
+		err = list(withStartFrom(ctx, afterHelpers), func(name string) (bool, bool) { return name >= afterHelpers, true })
 	}
 	if err != nil {
 		return nil, answer{}, err
 	}
 	return blobs, last, nil
+}
+
+// prefixLister is the SDK container client's lister by delimiter.
+type prefixLister interface {
+	NewListBlobsHierarchyPager(delimiter string, o *container.ListBlobsHierarchyOptions) *runtime.Pager[container.ListBlobsHierarchyResponse]
+}
+
+// listPrefixes is listNames on pl, its failures not yet mapped.
+func listPrefixes(ctx context.Context, pl prefixLister, prefix, delimiter string) ([]string, error) {
+	var names []string
+	pages := 0
+	for pager := pl.NewListBlobsHierarchyPager(delimiter, &container.ListBlobsHierarchyOptions{Prefix: &prefix}); pager.More(); {
+		if pages == maxListPages {
+			return nil, fmt.Errorf("lease: more than %d pages of names under %q", maxListPages, prefix)
+		}
+		pages++
+		page, err := nextPage(ctx, pager)
+		if err != nil {
+			return nil, err
+		}
+		if page.Segment == nil {
+			continue
+		}
+		for _, p := range page.Segment.BlobPrefixes {
+			if p != nil && p.Name != nil {
+				names = append(names, *p.Name)
+			}
+		}
+	}
+	return names, nil
+}
+
+// startFromKey carries, in a request's context, where a listing starts.
+type startFromKey struct{}
+
+// withStartFrom makes the listings sent with ctx start at the first name at
+// or after from (List Blobs' startFrom). azblob v1.8.0's pager drops
+// ListBlobsFlatOptions.StartFrom, so startFromPolicy sends it.
+func withStartFrom(ctx context.Context, from string) context.Context {
+	return context.WithValue(ctx, startFromKey{}, from)
+}
+
+// startFromOf is where a listing sent with ctx starts; "" from the start.
+func startFromOf(ctx context.Context) string {
+	from, _ := ctx.Value(startFromKey{}).(string)
+	return from
+}
+
+// startFromPolicy adds startFrom (withStartFrom) to a List Blobs request.
+// It is one of the pipeline's per-call policies, which run before the
+// per-try ones that sign, so a Shared Key signature covers it.
+type startFromPolicy struct{}
+
+func (startFromPolicy) Do(req *policy.Request) (*http.Response, error) {
+	raw := req.Raw()
+	if from := startFromOf(raw.Context()); from != "" && raw.URL.Query().Get("comp") == "list" {
+		raw.URL.RawQuery += "&startFrom=" + url.QueryEscape(from)
+	}
+	return req.Next()
 }
 
 // toListedBlob reads one item of a listing.
@@ -125,6 +210,7 @@ func toListedBlob(item *container.BlobItem) listedBlob {
 		if p.ETag != nil {
 			b.ETag = quotedETag(string(*p.ETag))
 		}
+		b.Created = deref(p.CreationTime).UTC()
 	}
 	for k, v := range item.Metadata {
 		if v != nil {
@@ -152,7 +238,9 @@ type Listed struct {
 // List lists the container's blobs under prefix ("" for all) with their
 // lease state and metadata, one request per 5,000, in name order, and the
 // service Date; not a hierarchical namespace's directories; a missing
-// container lists empty. Failures are *StorageError, or a done ctx's error.
+// container lists empty. Each page has its own deadline (pageTimeout), the
+// listing as a whole only ctx's. Failures are *StorageError, or a done ctx's
+// error.
 func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
 	return c.list(ctx, prefix, false)
 }
@@ -164,9 +252,7 @@ func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error)
 }
 
 func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) ([]Listed, time.Time, error) {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	blobs, ans, err := c.api.listBlobs(rctx, prefix, skipHelpers)
+	blobs, ans, err := c.api.listBlobs(ctx, prefix, skipHelpers)
 	switch se := asStorageError(err); {
 	case err != nil && ctx.Err() != nil:
 		return nil, time.Time{}, ctx.Err()
@@ -181,21 +267,21 @@ func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) (
 			continue // a hierarchical namespace's directory (isDirectory, blob.go)
 		}
 		p := PropertiesOf(State(b.LeaseState), b.Metadata, ans.Date)
-		p.etag = b.ETag
+		p.etag, p.Created = b.ETag, b.Created
 		out = append(out, Listed{Name: b.Name, Props: p})
 	}
 	return out, ans.Date, nil
 }
 
-// View is one lease as a listing (or, failing that, one read) shows it.
+// View is one lease as its blobs show it.
 type View struct {
 	Name      string
 	URL       string    // the blob NAME's URL (slot 0), without any secret
 	Slots     []Slot    // the slot blobs that exist, by slot; slot 0 may be missing
-	SlotCount int       // N: slot 0's recorded count, or one more than the highest slot seen (1 if none)
+	SlotCount int       // N: the largest count any slot records, or one more than the highest slot seen (1 if none)
 	Pause     *Pause    // the pause marker; nil if none (it may have run out: see Paused)
 	DoneHosts []string  // hosts with a done marker, sorted
-	Date      time.Time // the service's Date of the listing or read
+	Date      time.Time // the service's Date of the reads
 }
 
 // Slot is one slot blob of a lease.
@@ -248,6 +334,26 @@ func (v *View) Runs() []Run {
 	return all
 }
 
+// Fate names how run r of this lease ended, or that it runs: from its
+// record, and for the run a slot's lastrun* keys describe without an end,
+// from what the view knows besides: its slot's lease state (leased:
+// running; breaking or broken: broken by an operator) and the pause in
+// force (a drain that began after the run started: drained). status, list
+// and history show a run through it, so that they say the same.
+func (v *View) Fate(r Run) Fate {
+	current := false
+	state := StateAbsent
+	for _, s := range v.Slots {
+		if last := s.Props.LastRun; last != nil && last.same(r) {
+			current, state = true, s.Props.State
+			break
+		}
+	}
+	p := v.Paused()
+	drain := p != nil && p.Drain && !p.Since.Before(r.Start)
+	return fateOf(r, current, state, drain)
+}
+
 // LastSuccess is the newest success the slots record; nil if none.
 func (v *View) LastSuccess() *Run {
 	var best *Run
@@ -284,7 +390,9 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 			get(n.Lease).Pause = pauseOf(b.Props.Metadata)
 		case KindDone:
 			v := get(n.Lease)
-			v.DoneHosts = append(v.DoneHosts, n.Host)
+			if !slices.Contains(v.DoneHosts, n.Host) { // a host done before and after an upgrade
+				v.DoneHosts = append(v.DoneHosts, n.Host)
+			}
 		}
 	}
 	out := make([]View, 0, len(byName))
@@ -293,9 +401,11 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 		slices.Sort(v.DoneHosts)
 		if len(v.Slots) > 0 {
 			v.SlotCount = v.Slots[len(v.Slots)-1].Index + 1
-			if n := recordedSlots(v.Slots[0].Props.Metadata); v.Slots[0].Index == 0 && n > v.SlotCount {
-				v.SlotCount = n
-			}
+		}
+		// Every slot records the count (slot 0 may not exist yet): the
+		// largest wins.
+		for _, s := range v.Slots {
+			v.SlotCount = max(v.SlotCount, recordedSlots(s.Props.Metadata))
 		}
 		out = append(out, *v)
 	}
@@ -318,32 +428,89 @@ func viewOf(name string, listed []Listed, date time.Time, url func(string) strin
 	return v
 }
 
-// Views lists every lease of the container (ListLeases) as a View.
+// doneListings bounds how many listings of done markers Views sends at once.
+const doneListings = 8
+
+// Views lists every lease of the container (ListLeases) as a View, done
+// hosts included: the names of the leases that have done markers come from
+// one listing by delimiter (one name per lease, not per host), then each
+// such lease's markers from a listing of its own, a few at a time, so that
+// the helper blobs are never paged through as a whole.
 func (c *Container) Views(ctx context.Context) ([]View, error) {
 	listed, date, err := c.ListLeases(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Group(listed, date, c.BlobURL), nil
+	done, err := c.doneMarkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Group(append(listed, done...), date, c.BlobURL), nil
 }
 
-// View reads this lease: one listing of the prefix NAME (slots, pause
-// marker) and one of its done markers. Credentials that may read the blob
-// NAME but not list (a SAS for that blob alone) get one read of slot 0,
-// without pause or done hosts.
+// doneMarkers lists the done markers of every lease that has any.
+func (c *Container) doneMarkers(ctx context.Context) ([]Listed, error) {
+	prefixes, err := c.api.listNames(ctx, HelperPrefix+doneMarker, MarkerSep)
+	if se := asStorageError(err); se != nil && se.kind == kindContainerMissing {
+		return nil, nil
+	} else if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	var (
+		mu       sync.Mutex
+		out      []Listed
+		firstErr error
+		wg       sync.WaitGroup
+		slots    = make(chan struct{}, doneListings)
+	)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, p := range prefixes {
+		if !strings.HasSuffix(p, MarkerSep) {
+			continue // a blob named ~done/x with no host: not a marker
+		}
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			listed, _, err := c.List(lctx, p)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+				cancel()
+			}
+			out = append(out, listed...)
+		})
+	}
+	wg.Wait()
+	if firstErr != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, firstErr
+}
+
+// View reads this lease: one read of the blob NAME (slot 0), one listing of
+// the prefix NAME~ (the other slots, the pause marker) and one of its done
+// markers, so that a lease never pages through other blobs whose names
+// begin with NAME (NAME/…). Credentials that may read the blob NAME but not
+// list (a SAS for that blob alone) get the read of slot 0 alone, without
+// pause or done hosts; credentials refused the read too get that refusal.
 func (b *Blob) View(ctx context.Context) (*View, error) {
-	listed, date, err := b.c.List(ctx, b.name)
+	p, err := b.Properties(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var listed []Listed
+	if p.Exists && !p.Directory {
+		listed = append(listed, Listed{Name: b.name, Props: p})
+	}
+	siblings, date, err := b.c.List(ctx, b.name+MarkerSep)
 	if denied(err) {
 		b.c.log.Info("may not list the lease's blobs; reading the lease blob alone", "error", err)
-		p, err := b.Properties(ctx)
-		if err != nil {
-			return nil, err
-		}
-		v := &View{Name: b.name, URL: b.url, SlotCount: 1, Date: p.Date}
-		if p.Exists {
-			v.Slots = []Slot{{Index: 0, URL: b.url, Props: p}}
-		}
-		return v, nil
+		return viewOf(b.name, listed, p.Date, b.c.BlobURL), nil
 	}
 	if err != nil {
 		return nil, err
@@ -352,5 +519,9 @@ func (b *Blob) View(ctx context.Context) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(b.name, append(listed, done...), date, b.c.BlobURL), nil
+	listed = append(append(listed, siblings...), done...)
+	if p.Date.IsZero() {
+		p.Date = date
+	}
+	return viewOf(b.name, listed, p.Date, b.c.BlobURL), nil
 }

@@ -2,17 +2,22 @@ package lease
 
 import (
 	"context"
+	"errors"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/hashicorp/go-hclog"
 )
 
 // pagedContainer serves a container's names in pages of two, in name
-// order, honouring startFrom or not, and counts the pages it serves.
+// order, honouring startFrom (as startFromPolicy sends it: from the
+// request's context) or not, and counts the pages it serves.
 type pagedContainer struct {
 	names         []string
 	honourStartAt bool
@@ -20,21 +25,15 @@ type pagedContainer struct {
 	pages         int
 }
 
-func (f *pagedContainer) NewListBlobsFlatPager(o *container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse] {
-	names := f.names
-	if f.honourStartAt && o.StartFrom != nil {
-		var from []string
-		for _, n := range names {
-			if n >= *o.StartFrom {
-				from = append(from, n)
-			}
-		}
-		names = from
-	}
+func (f *pagedContainer) NewListBlobsFlatPager(*container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse] {
 	next := 0
 	return runtime.NewPager(runtime.PagingHandler[container.ListBlobsFlatResponse]{
 		More: func(r container.ListBlobsFlatResponse) bool { return r.NextMarker != nil },
-		Fetcher: func(context.Context, *container.ListBlobsFlatResponse) (container.ListBlobsFlatResponse, error) {
+		Fetcher: func(ctx context.Context, _ *container.ListBlobsFlatResponse) (container.ListBlobsFlatResponse, error) {
+			names := f.names
+			if from := startFromOf(ctx); f.honourStartAt && from != "" {
+				names = names[sort.SearchStrings(names, from):]
+			}
 			f.pages++
 			end := min(next+2, len(names))
 			var items []*container.BlobItem
@@ -79,4 +78,65 @@ func TestListLeasesSkipsTheHelperBlobs(t *testing.T) {
 			t.Errorf("served %d pages %v: want the leases' page, the first helpers' page and the page after them", f.pages, f.served)
 		}
 	}
+}
+
+// slowPages serves pages of one blob each, every page after wait; a page
+// whose request's deadline comes first fails as the SDK's would.
+type slowPages struct {
+	pages int
+	wait  time.Duration
+}
+
+func (f slowPages) NewListBlobsFlatPager(*container.ListBlobsFlatOptions) *runtime.Pager[container.ListBlobsFlatResponse] {
+	next := 0
+	return runtime.NewPager(runtime.PagingHandler[container.ListBlobsFlatResponse]{
+		More: func(r container.ListBlobsFlatResponse) bool { return r.NextMarker != nil },
+		Fetcher: func(ctx context.Context, _ *container.ListBlobsFlatResponse) (container.ListBlobsFlatResponse, error) {
+			select {
+			case <-time.After(f.wait):
+			case <-ctx.Done():
+				return container.ListBlobsFlatResponse{}, ctx.Err()
+			}
+			name := "lease-" + strconv.Itoa(next)
+			next++
+			r := container.ListBlobsFlatResponse{}
+			r.Segment = &container.BlobFlatListSegment{BlobItems: []*container.BlobItem{{Name: &name}}}
+			if next < f.pages {
+				m := strconv.Itoa(next)
+				r.NextMarker = &m
+			}
+			return r, nil
+		},
+	})
+}
+
+// slowLister is the storage edge of a container whose pages are slowPages.
+type slowLister struct {
+	containerAPI // nil: a listing only
+	pages        slowPages
+}
+
+func (f slowLister) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
+	return listPages(ctx, f.pages, prefix, skipHelpers)
+}
+
+// Each page of a listing has its own deadline: many pages, each answered
+// late but within its deadline, make a listing longer than any one
+// deadline, and whole; one page later than its deadline fails it.
+func TestListDeadlinePerPage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &Container{log: hclog.NewNullLogger(), api: slowLister{pages: slowPages{pages: 12, wait: pageTimeout - time.Second}}}
+		begun := time.Now()
+		listed, _, err := slow.List(t.Context(), "")
+		if err != nil || len(listed) != 12 {
+			t.Fatalf("12 slow pages: %d blobs, %v; want 12", len(listed), err)
+		}
+		if took := time.Since(begun); took <= pageTimeout {
+			t.Fatalf("the listing took %s, not longer than a page's deadline: the test shows nothing", took)
+		}
+		late := &Container{log: hclog.NewNullLogger(), api: slowLister{pages: slowPages{pages: 2, wait: pageTimeout + time.Second}}}
+		if _, _, err := late.List(t.Context(), ""); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a page later than its deadline: %v, want the deadline exceeded", err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package lease
 
-// The run history a lease blob keeps in its metadata, and the last success.
+// The run history a lease blob keeps in its metadata, the last success, and
+// a run's fate (how it ended, in the words status, list and history show).
 // History costs no request of its own: it is rewritten in the writes a run
 // already makes ([startRun], [recordRunEnd]). Each run is one key, newest
 // first:
@@ -31,7 +32,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -187,4 +191,79 @@ func LastSuccess(md map[string]string) *Run {
 		}
 	}
 	return best
+}
+
+// Fate is how a run ended, or that it has not: what status, list and history
+// show of a run, in the same words everywhere. [View.Fate] names it.
+type Fate struct {
+	Kind   FateKind
+	Code   int // FateExited: the exit status; FateSignalled: 128+Signal, as recorded
+	Signal int // FateSignalled: the signal that ended COMMAND
+}
+
+// FateKind is one of the ways a run ends.
+type FateKind string
+
+const (
+	FateRunning   FateKind = "running"   // no end recorded, and its holder still holds the lease
+	FateExited    FateKind = "exited"    // COMMAND exited with Code
+	FateSignalled FateKind = "signalled" // COMMAND was ended by Signal (its status 128+N recorded)
+	FateEnded     FateKind = "ended"     // an end recorded without an exit status
+	FateLost      FateKind = "lost"      // no end recorded: its holder lost the lease or died first
+	FateBroken    FateKind = "broken"    // no end recorded, and an operator broke its lease (break)
+	FateDrained   FateKind = "drained"   // no end recorded, and an operator drained it (pause --drain)
+)
+
+// String is the fate in words: "running", "exited 0", "killed by signal 15
+// (SIGTERM)", "ended, exit unknown", "lost its lease", "broken by an
+// operator", "drained".
+func (f Fate) String() string {
+	switch f.Kind {
+	case FateExited:
+		return "exited " + strconv.Itoa(f.Code)
+	case FateSignalled:
+		return "killed by signal " + strconv.Itoa(f.Signal) + " (" + unix.SignalName(syscall.Signal(f.Signal)) + ")"
+	case FateEnded:
+		return "ended, exit unknown"
+	case FateLost:
+		return "lost its lease"
+	case FateBroken:
+		return "broken by an operator"
+	}
+	return string(f.Kind) // running, drained
+}
+
+// Over reports whether the run is over: every fate but running.
+func (f Fate) Over() bool { return f.Kind != FateRunning }
+
+// fateOf names r's fate. current: r is the run of its slot's lastrun* keys,
+// whose lease is now in state; drain: a drain (pause --drain) is in force
+// that began at or after r's start. Only a slot's current run can be
+// running, broken or drained: an older run without an end was archived by
+// the next claim, whatever cut it. A current run whose lease is breaking or
+// broken was broken by an operator; once its holder has stopped and
+// released, the lease reads available, and only a drain's pause marker
+// still tells an operator's hand from any other loss.
+//
+// A status 128+N of a signal that has a name reads as that signal (a shell
+// reports a death by signal so, and so does leaderrun's record): a COMMAND
+// that exits 143 by itself reads as killed by SIGTERM.
+func fateOf(r Run, current bool, state State, drain bool) Fate {
+	switch {
+	case validExit(r.ExitCode) && *r.ExitCode > 128 && unix.SignalName(syscall.Signal(*r.ExitCode-128)) != "":
+		return Fate{Kind: FateSignalled, Code: *r.ExitCode, Signal: *r.ExitCode - 128}
+	case validExit(r.ExitCode):
+		return Fate{Kind: FateExited, Code: *r.ExitCode}
+	case !r.End.IsZero():
+		return Fate{Kind: FateEnded}
+	case !current:
+		return Fate{Kind: FateLost}
+	case state == StateLeased:
+		return Fate{Kind: FateRunning}
+	case drain:
+		return Fate{Kind: FateDrained}
+	case state == StateBreaking || state == StateBroken:
+		return Fate{Kind: FateBroken}
+	}
+	return Fate{Kind: FateLost}
 }

@@ -17,6 +17,7 @@ const (
 	OpSetMetadata     = "SetMetadata"     // PUT ?comp=metadata
 	OpCreateBlob      = "CreateBlob"      // PUT with x-ms-blob-type, no comp or restype (Put Blob)
 	OpCreateContainer = "CreateContainer" // PUT ?restype=container, no comp
+	OpList            = "List"            // GET ?restype=container&comp=list (List Blobs: one page)
 	OpOther           = "Other"           // everything else
 )
 
@@ -95,6 +96,8 @@ func operation(r *http.Request) string {
 		return OpCreateBlob
 	case r.Method == http.MethodHead && comp == "" && restype == "":
 		return OpGetProperties
+	case r.Method == http.MethodGet && comp == "list" && restype == "container":
+		return OpList
 	}
 	return OpOther
 }

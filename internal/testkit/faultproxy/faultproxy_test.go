@@ -289,6 +289,7 @@ func TestCounts(t *testing.T) {
 		{"copy blob is not create", "PUT", blob, http.Header{"X-Ms-Copy-Source": {"http://127.0.0.1/x"}}, OpOther, false, true},
 		{"create container", "PUT", p.URL() + "/devstoreaccount1/leaderrun?restype=container", nil, OpCreateContainer, false, true},
 		{"container properties", "HEAD", p.URL() + "/devstoreaccount1/leaderrun?restype=container", nil, OpOther, true, false},
+		{"list blobs", "GET", p.URL() + "/devstoreaccount1/leaderrun?restype=container&comp=list&prefix=a", nil, OpList, true, false},
 		{"download", "GET", blob, nil, OpOther, true, false},
 		{"delete", "DELETE", blob, nil, OpOther, false, true},
 		{"options", "OPTIONS", blob, nil, OpOther, false, false},
