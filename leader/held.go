@@ -93,7 +93,10 @@ func (h *heldRun) start(ctx context.Context) error {
 			return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (no renewal succeeded before the stop deadline)", l.Name))
 		}
 	}
-	p, err := h.hs.start(h.env, l.KillBy())
+	p, err := h.hs.start(h.env, l)
+	if errors.Is(err, errPastStopDeadline) {
+		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%w)", l.Name, err))
+	}
 	if err != nil {
 		// Looked up before acquiring: the command changed since, or its
 		// guard could not start.

@@ -72,6 +72,12 @@ func (*fakeProcess) Stop(time.Duration)                {}
 func (*fakeProcess) HandleSignal(os.Signal)            {}
 func (c *fakeProcess) SetKillDeadline(time.Time) error { return c.p.SetKillDeadline(time.Time{}) }
 
+// farDeadlines are a lease's deadlines a minute away.
+type farDeadlines struct{}
+
+func (farDeadlines) StopAt() time.Time { return time.Now().Add(time.Minute) }
+func (farDeadlines) KillBy() time.Time { return time.Now().Add(time.Minute) }
+
 // COMMAND starts with its kill deadline in force from its first instant,
 // in the prepared guard or, when that one died, in a new one.
 func TestStartedWithTheDeadline(t *testing.T) {
@@ -79,7 +85,7 @@ func TestStartedWithTheDeadline(t *testing.T) {
 		f := &fakeLauncher{fails: fails}
 		hs := &headStart{log: hclog.NewNullLogger(), launcher: f}
 		hs.prepare()
-		if _, err := hs.start(nil, time.Now().Add(time.Minute)); err != nil {
+		if _, err := hs.start(nil, farDeadlines{}); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"prepare", "deadline", "launch"}

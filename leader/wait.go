@@ -194,16 +194,27 @@ func (h *headStart) discard() {
 	}
 }
 
+// deadlines are a held lease's, read when asked (a renewal moves them).
+type deadlines interface {
+	StopAt() time.Time
+	KillBy() time.Time
+}
+
+// errPastStopDeadline: the go-ahead would have come at or after the lease's
+// stop deadline (a guard slow to start, a leaderrun starved): nothing ran.
+var errPastStopDeadline = errors.New("the lease's stop deadline passed before the command could start")
+
 // start starts COMMAND with env and the kill deadline already in force from
 // its first instant: in the prepared guard if there is one and it works,
 // otherwise in a new one, prepared the same way (the deadline before the
-// go-ahead, never after the start).
-func (h *headStart) start(env []string, killBy time.Time) (Process, error) {
+// go-ahead, never after the start), and never at or after the lease's stop
+// deadline (errPastStopDeadline).
+func (h *headStart) start(env []string, d deadlines) (Process, error) {
 	if p := h.prepared; p != nil {
 		h.prepared = nil
-		proc, err := launch(p, env, killBy)
-		if err == nil {
-			return proc, nil
+		proc, err := launch(p, env, d)
+		if err == nil || errors.Is(err, errPastStopDeadline) {
+			return proc, err
 		}
 		h.log.Warn("the command's prepared guard failed; starting it anew", "error", err)
 	}
@@ -211,13 +222,17 @@ func (h *headStart) start(env []string, killBy time.Time) (Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return launch(p, env, killBy)
+	return launch(p, env, d)
 }
 
-// launch hands p its kill deadline, then the go-ahead; p is discarded if
-// either fails, so that COMMAND never runs without the deadline.
-func launch(p Prepared, env []string, killBy time.Time) (Process, error) {
-	err := p.SetKillDeadline(killBy)
+// launch hands p its kill deadline, then, before the stop deadline, the
+// go-ahead; p is discarded if either fails, so that COMMAND never runs
+// without the deadline, nor on a lease about to be given up.
+func launch(p Prepared, env []string, d deadlines) (Process, error) {
+	err := p.SetKillDeadline(d.KillBy())
+	if err == nil && !time.Now().Before(d.StopAt()) {
+		err = errPastStopDeadline
+	}
 	if err == nil {
 		var proc Process
 		if proc, err = p.Launch(env); err == nil {

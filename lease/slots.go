@@ -115,12 +115,39 @@ func (a *attempt) readSlots(ctx context.Context) (poll, step, error) {
 	if skip != nil {
 		return poll{}, stepRead, skip
 	}
+	free = a.notGone(v, free)
 	a.e.dice.shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	sameHost := a.w.OncePerHost != "" && v.heldByHost(a.w.OncePerHost, -1)
 	if len(free) > 0 && !sameHost && !a.holding() && !a.paused(pauseText(v.Paused())) {
 		return poll{view: v, slots: free}, stepFree, nil
 	}
 	return poll{}, stepRead, a.heldWait(ctx, v.holder())
+}
+
+// notGone notes what the listing v shows of each slot — the highest term,
+// a slot held — in the slot's own attempt, as one slot's read does in its
+// attempt, and drops from free the slots whose blob (or container) is
+// gone under a holder seen before, until that holder's lease has passed
+// (holderMayRun): its COMMAND may still run until its next renewal fails.
+func (a *attempt) notGone(v *View, free []int) []int {
+	for i := range a.e.cfg.Slots {
+		s, err := a.slotAttempt(i)
+		if err != nil {
+			continue // slotAttempt fails the same way when the slot is tried
+		}
+		p := v.Slot(i).Props
+		s.termSeen = max(s.termSeen, p.Term)
+		switch {
+		case p.State.Held():
+			s.seen, s.goneAt = p, time.Time{}
+		case p.Exists:
+			s.goneAt = time.Time{}
+		}
+	}
+	return slices.DeleteFunc(free, func(i int) bool {
+		s := a.slots[i]
+		return s != nil && !v.Slot(i).Props.Exists && s.holderMayRun()
+	})
 }
 
 func (a *attempt) list(ctx context.Context) (*View, error) {
@@ -168,6 +195,11 @@ func (a *attempt) acquireSlot(ctx context.Context, last poll) (*Lease, step, err
 				}
 				pr = nil // again, with the reads sent along
 				continue
+			}
+			if ctx.Err() != nil {
+				// Asked to stop: Acquire takes back a claim of ours that
+				// may stand on this slot (takeBack), then cleans up.
+				return nil, stepRead, ctx.Err()
 			}
 			if s.claimSent {
 				a.e.log.Warn("a claim whose answer was lost may stand on a slot given up (its lease broken or taken): history may show a run that never started, and it could not be taken back",

@@ -25,7 +25,14 @@ import (
 // that never happened, and says so, naming the claim's term.
 const takeBackWarning = "could not be taken back"
 
-var termField = regexp.MustCompile(`\bterm=(\d+)`)
+var (
+	termField = regexp.MustCompile(`\bterm=(\d+)`)
+	slotField = regexp.MustCompile(`\bslot=(\d+)`)
+)
+
+// brokenOrTaken is in the warning of a slot given up because its lease was
+// broken or taken (lease/slots.go).
+const brokenOrTaken = "its lease broken or taken"
 
 type claimRec struct {
 	blob string
@@ -170,13 +177,38 @@ func (k *checker) applied(a blobsim.Applied) {
 	k.lastClaim[a.Blob] = claim
 }
 
+// warned is a WARN or ERROR line of inv's. One that says a slot's lease
+// was broken or taken must be true at that moment: the service does not
+// show the slot held by a lease ID of inv's. A warning that lies is no
+// excuse for a phantom run; it is itself a violation.
+func (k *checker) warned(inv *invocation, line string) {
+	if strings.Contains(line, brokenOrTaken) {
+		if m := slotField.FindStringSubmatch(line); m != nil {
+			slot, _ := strconv.Atoi(m[1])
+			blob := lease.SlotBlob(leaseName, slot)
+			b, ok := k.w.svc.Blob(container, blob)
+			inv.mu.Lock()
+			ours := ok && b.State == blobsim.Leased && inv.leaseIDs[b.LeaseID]
+			inv.mu.Unlock()
+			if ours {
+				k.w.violate("%s warns that the lease of %s was broken or taken, but it still holds it: %s", inv.id, blob, line)
+				return
+			}
+		}
+	}
+	inv.mu.Lock()
+	inv.warned = append(inv.warned, line)
+	inv.mu.Unlock()
+}
+
 // ended is an invocation's exit: a claim of its that the blob still
-// records as a run must have been launched, unless it died, froze, or said
-// it could not take the claim back (no phantom run).
+// records as a run must have been launched, unless it was killed, or said,
+// naming the term and truly (warned), that it could not take the claim
+// back (no phantom run).
 func (k *checker) ended(inv *invocation) {
 	w := k.w
 	inv.mu.Lock()
-	excused := inv.dead || inv.froze
+	excused := inv.dead
 	warnedTerms := map[int64]bool{} // the terms leaderrun said it could not take back
 	for _, l := range inv.warned {
 		if containsWord(l, takeBackWarning) {

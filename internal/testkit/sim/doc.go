@@ -27,7 +27,9 @@
 //   - terms only go up, by at least one at every claim, and no two COMMANDs
 //     run under the same term of a blob;
 //   - no phantom run: a run the blob records was launched, unless its host
-//     died, froze or said it could not take the claim back;
+//     was killed, or said, naming the term, that it could not take the
+//     claim back (a slot's lease "broken or taken" is checked against the
+//     service: a warning that lies is a violation);
 //   - nothing lost: once the faults have stopped, every --once-per window,
 //     every --schedule occurrence, every --once and --once-per-host round
 //     and every service's turn is still run.

@@ -108,16 +108,17 @@ type invocation struct {
 	ctx  context.Context
 	kill context.CancelFunc
 
-	mu      sync.Mutex
-	dead    bool            // killed (kill -9)
-	frozen  bool            // stopped (SIGSTOP) until thawed
-	waiters []chan struct{} // what waits to go on at the thaw, in the order it stopped
-	froze   bool            // it was frozen at some point
-	warned  []string        // its WARN and ERROR lines
-	kids    []*child
-	exit    int
-	ended   bool
-	jobs    int // COMMANDs drawn
+	mu       sync.Mutex
+	dead     bool            // killed (kill -9)
+	frozen   bool            // stopped (SIGSTOP) until thawed
+	waiters  []chan struct{} // what waits to go on at the thaw, in the order it stopped
+	froze    bool            // it was frozen at some point
+	warned   []string        // its WARN and ERROR lines
+	leaseIDs map[string]bool // the lease IDs it proposed
+	kids     []*child
+	exit     int
+	ended    bool
+	jobs     int // COMMANDs drawn
 }
 
 // gate waits while the invocation is frozen; false if it is dead.
@@ -178,6 +179,11 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPut && req.URL.Query().Get("comp") == "metadata" {
 		t.inv.w.atClaim(t.inv, req)
 	}
+	if id := req.Header.Get("x-ms-proposed-lease-id"); id != "" {
+		t.inv.mu.Lock()
+		t.inv.leaseIDs[id] = true
+		t.inv.mu.Unlock()
+	}
 	resp, err := t.next.Do(req)
 	if !t.inv.gate() {
 		if resp != nil {
@@ -201,9 +207,7 @@ func (tw traceWriter) Write(b []byte) (int, error) {
 	line := strings.TrimRight(string(b), "\n")
 	tw.inv.w.tracef("%s: %s", tw.inv.id, line)
 	if strings.Contains(line, "[WARN]") || strings.Contains(line, "[ERROR]") {
-		tw.inv.mu.Lock()
-		tw.inv.warned = append(tw.inv.warned, line)
-		tw.inv.mu.Unlock()
+		tw.inv.w.chk.warned(tw.inv, line)
 	}
 	return len(b), nil
 }
@@ -265,7 +269,8 @@ func (h *host) invoke() int {
 	h.mu.Lock()
 	h.n++
 	ctx, cancel := context.WithCancel(context.Background())
-	inv := &invocation{w: w, h: h, n: h.n, id: fmt.Sprintf("%s:%d", h.name, h.n), sigs: make(chan os.Signal, 4), ctx: ctx, kill: cancel}
+	inv := &invocation{w: w, h: h, n: h.n, id: fmt.Sprintf("%s:%d", h.name, h.n), sigs: make(chan os.Signal, 4), ctx: ctx, kill: cancel,
+		leaseIDs: map[string]bool{}}
 	h.cur = append(h.cur, inv)
 	h.mu.Unlock()
 	defer func() {
