@@ -70,6 +70,7 @@ var flagEnv = map[string]string{
 	"ping-url":          "LEADERRUN_PING_URL",
 	"ping-url-template": "LEADERRUN_PING_URL_TEMPLATE",
 	"metrics-file":      "LEADERRUN_METRICS_FILE",
+	"max-runtime":       "LEADERRUN_MAX_RUNTIME",
 	"schedule":          "LEADERRUN_SCHEDULE",
 	"scheduled-events":  "LEADERRUN_SCHEDULED_EVENTS",
 	"log-level":         "LEADERRUN_LOG_LEVEL",
@@ -304,6 +305,7 @@ var (
 		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout)"},
 		{"76", "leadership was lost while COMMAND ran, or it stepped down for a scheduled event; COMMAND was stopped"},
 		{"77", "the health check failed; COMMAND was stopped and the lease released"},
+		{"124", "--max-runtime was reached; COMMAND was stopped (as timeout(1) exits)"},
 		{"126", "COMMAND found but not executable"},
 		{"127", "COMMAND not found"},
 	}

@@ -68,6 +68,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	inGroup(fs, groupStopping, func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the `SIGNAL` that asks COMMAND to stop")
 		fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+		fs.DurationVar(&r.MaxRuntime, "max-runtime", 0, "stop COMMAND this long after its start, as a lost lease does (the stop signal, --kill-grace, SIGKILL) but keeping the lease until it is dead; record the run as timed out and exit 124, as timeout(1) does (0: no limit)")
 		fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
 			"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
 				"as the metadata service's Scheduled Events announce (LEADERRUN_IMDS_ENDPOINT sets the service's address)")
@@ -229,7 +230,7 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 		d    time.Duration
 	}{
 		{"--timeout", r.Timeout}, {"--renew-interval", r.Lease.RenewInterval}, {"--poll-interval", r.Lease.PollInterval},
-		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay},
+		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay}, {"--max-runtime", r.MaxRuntime},
 	} {
 		if f.d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", f.name, f.d)

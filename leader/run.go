@@ -38,6 +38,10 @@ type Options struct {
 	Argv       []string // COMMAND, looked up on PATH
 	StopSignal syscall.Signal
 	Health     runner.HealthConfig // no check when Cmd is ""
+	// MaxRuntime (--max-runtime) stops COMMAND this long after its start,
+	// as a lost lease would but keeping the lease until it is dead, and
+	// makes leaderrun exit 124; 0: no limit.
+	MaxRuntime time.Duration
 
 	NoWait         bool          // -n: do not wait for a held lease
 	Timeout        time.Duration // -w: 0 waits for ever
