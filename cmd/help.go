@@ -71,6 +71,7 @@ var flagEnv = map[string]string{
 	"ping-url-template": "LEADERRUN_PING_URL_TEMPLATE",
 	"metrics-file":      "LEADERRUN_METRICS_FILE",
 	"max-runtime":       "LEADERRUN_MAX_RUNTIME",
+	"keep-output":       "LEADERRUN_KEEP_OUTPUT",
 	"schedule":          "LEADERRUN_SCHEDULE",
 	"scheduled-events":  "LEADERRUN_SCHEDULED_EVENTS",
 	"log-level":         "LEADERRUN_LOG_LEVEL",
@@ -286,7 +287,7 @@ func flagOf(f *pflag.Flag) Flag {
 	}
 	fl := Flag{Short: f.Shorthand, Long: f.Name, Arg: arg, Usage: usage, Env: flagEnv[f.Name]}
 	switch f.DefValue {
-	case "", "0", "0s", "false", "[]", "<nil>":
+	case "", "0", "0s", "false", "[]", "<nil>", "-1": // -1: "not given" (--slot)
 	default:
 		fl.Default = f.DefValue
 	}
@@ -314,6 +315,12 @@ var (
 		{"64", "usage error: a bad flag, a missing lease name"},
 		{"69", "the storage cannot be read or written: unreachable, unauthorized or refused"},
 	}
+	logsExitStatus = []Entry{
+		{"0", "done: the run's output printed"},
+		{"1", "that run kept no output (as kubectl logs and grep exit when there is nothing to show)"},
+		{"64", "usage error: a bad flag, a missing lease name"},
+		{"69", "the storage cannot be read: unreachable, unauthorized or refused"},
+	}
 	plainExitStatus = []Entry{{"0", "done"}, {"64", "usage error"}}
 	checkExitStatus = []Entry{
 		{"0", "OK: the last run that succeeded ended within --max-age, and no run after it failed"},
@@ -337,6 +344,8 @@ func exitStatusOf(c *cobra.Command) []Entry {
 		return checkExitStatus
 	case c.Name() == "doctor":
 		return doctorExitStatus
+	case c.Name() == "logs":
+		return logsExitStatus
 	case c.Flags().Lookup("container") != nil:
 		return operatorExitStatus
 	}

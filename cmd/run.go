@@ -84,6 +84,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&o.pingURL, "ping-url", "", "ping the healthchecks.io-style `URL` when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings; https, or http to loopback only (the variable is preferred: the URL is a secret)")
 		fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a `URL` with {event} (start, success, fail) or {state} (run, complete, fail), {code} and {rid}; no start ping without {event} or {state}")
 		fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs, atomically, to the node_exporter textfile `PATH` (.prom); a link there is replaced, never followed")
+		fs.IntVar(&r.KeepOutput, "keep-output", defaultKeepOutput, "keep the last `BYTES` of COMMAND's stdout and stderr, interleaved, which still go where they go: the end ping's body, and a blob of the run in the container for 'leaderrun logs'; kept only when neither of leaderrun's stdout and stderr is a terminal (0: off)")
 	})
 	inGroup(fs, groupStorage, func(fs *pflag.FlagSet) {
 		fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
@@ -236,6 +237,9 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 			return exit.Usagef("invalid %s %s: must not be negative", f.name, f.d)
 		}
 	}
+	if r.KeepOutput < 0 || r.KeepOutput > lease.MaxOutput {
+		return exit.Usagef("invalid --keep-output %d: use 0 (off) to %d bytes", r.KeepOutput, lease.MaxOutput)
+	}
 	if r.StorageTimeout <= 0 {
 		return exit.Usagef("invalid --storage-timeout %s: must be positive", r.StorageTimeout)
 	}
@@ -268,6 +272,10 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	r.StopSignal = sig
 	return nil
 }
+
+// defaultKeepOutput is --keep-output's default: 64 KiB, within the
+// 100 kB a healthchecks.io ping's body keeps.
+const defaultKeepOutput = 64 << 10
 
 // hostname is this host's name, "localhost" if it has none.
 func hostname() string {

@@ -34,6 +34,7 @@ type heldRun struct {
 	proc       Process
 	startedAt  time.Time // right before COMMAND's start: --max-runtime counts from it
 	stopHealth context.CancelFunc
+	keptOutput bool // the output is in its blob: older runs' may be pruned (written before uploaded closes)
 
 	happened // while COMMAND ran: lost, unhealthy, steppedDown, timedOut, each set at most once
 }
@@ -367,16 +368,24 @@ func (h *heldRun) finish(ctx context.Context) error {
 		hap.timedOut = h.o.MaxRuntime
 	}
 	out := decideOutcome(hap)
-	h.mon.ended(h.l, out.code, nil)
+	code := hap.result.Code() // the run's end record: COMMAND's status
+	switch {
+	case out.kind == outcomeTimedOut:
+		code = out.code // recorded as timed out: 124, whatever signal ended it
+	case !out.recordEnd:
+		code = out.code // not recorded (the lease is gone): the kept output says what leaderrun exits with
+	}
+	// COMMAND's processes are gone: its output is complete, and its
+	// upload, beside the end's record, holds the release up by
+	// outputBudget at most, lost lease or not.
+	kept, uploaded := h.keepOutput(code)
+	defer func() { <-uploaded }()
+	h.mon.ended(h.l, out.code, kept)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
 		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
 	}
 	if !out.recordEnd {
 		return out.exitErr()
-	}
-	code := hap.result.Code()
-	if out.kind == outcomeTimedOut {
-		code = out.code // recorded as timed out: 124, whatever signal ended it
 	}
 	h.recordEnd(ctx, code)
 	// --once-per-host: this host's done marker after COMMAND exited with
@@ -389,6 +398,65 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	return out.exitErr()
+}
+
+// What keeping COMMAND's output (--keep-output) may add to the release:
+// the wait for its last bytes once its processes are gone (they are in the
+// pipes, or still being passed on to a slow reader), and the upload, all
+// within outputBudget of COMMAND's end. Its pruning comes after the
+// release, within outputBudget of its own, beside the last ping.
+const (
+	outputBudget = 2 * time.Second
+	outputDrain  = 500 * time.Millisecond
+)
+
+// keepOutput takes what was kept of COMMAND's output (nil when nothing
+// is kept) and uploads it to the run's helper blob in the background,
+// with the run's record and code; uploaded is closed when that is over,
+// outputBudget after COMMAND's end at the latest. A failure costs one
+// WARNING. COMMAND's processes are gone: never call it before.
+func (h *heldRun) keepOutput(code int) (kept []byte, uploaded <-chan struct{}) {
+	done := make(chan struct{})
+	if h.out == nil {
+		close(done)
+		return nil, done
+	}
+	deadline := time.Now().Add(outputBudget)
+	k := h.out.Close(outputDrain)
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := h.l.KeepOutput(ctx, code, k.Bytes, k.Written); err != nil {
+			h.log.Warn("could not keep the command's output in storage; leaderrun's exit status is unchanged",
+				"blob", lease.OutputBlob(h.l.Name, h.l.Slot, h.l.Term), "error", err)
+			return
+		}
+		h.keptOutput = true
+		h.log.Debug("kept the command's output", "blob", lease.OutputBlob(h.l.Name, h.l.Slot, h.l.Term), "bytes", len(k.Bytes), "written", k.Written)
+	}()
+	return k.Bytes, done
+}
+
+// pruneOutputs deletes, in the background, the outputs of this slot's runs
+// older than those its history keeps, once this run's is kept; the channel
+// is closed when that is over, outputBudget from now at the latest. Call
+// it after the release: it never holds the lease up.
+func (h *heldRun) pruneOutputs() <-chan struct{} {
+	done := make(chan struct{})
+	if !h.keptOutput {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), outputBudget)
+		defer cancel()
+		if err := h.l.PruneOutputs(ctx); err != nil {
+			h.log.Debug("could not delete the outputs of older runs; the next run tries again", "error", err)
+		}
+	}()
+	return done
 }
 
 // ExportedVar names, in COMMAND's environment, the variables that leaderrun
