@@ -378,7 +378,7 @@ func (h *heldRun) finish(ctx context.Context) error {
 	// COMMAND's processes are gone: its output is complete, and its
 	// upload, beside the end's record, holds the release up by
 	// outputBudget at most, lost lease or not.
-	kept, uploaded := h.keepOutput(code)
+	kept, uploaded := h.uploadOutput(code)
 	defer func() { <-uploaded }()
 	h.mon.ended(h.l, out.code, kept)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
@@ -410,12 +410,12 @@ const (
 	outputDrain  = 500 * time.Millisecond
 )
 
-// keepOutput takes what was kept of COMMAND's output (nil when nothing
+// uploadOutput takes what was kept of COMMAND's output (nil when nothing
 // is kept) and uploads it to the run's helper blob in the background,
 // with the run's record and code; uploaded is closed when that is over,
 // outputBudget after COMMAND's end at the latest. A failure costs one
 // WARNING. COMMAND's processes are gone: never call it before.
-func (h *heldRun) keepOutput(code int) (kept []byte, uploaded <-chan struct{}) {
+func (h *heldRun) uploadOutput(code int) (kept []byte, uploaded <-chan struct{}) {
 	done := make(chan struct{})
 	if h.out == nil {
 		close(done)
