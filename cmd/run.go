@@ -6,6 +6,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -239,6 +240,15 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	}
 	if r.KeepOutput < 0 || r.KeepOutput > lease.MaxOutput {
 		return exit.Usagef("invalid --keep-output %d: use 0 (off) to %d bytes", r.KeepOutput, lease.MaxOutput)
+	}
+	if longest := lease.OutputBlob(o.loc.lease, lease.MaxSlots-1, math.MaxInt64); r.KeepOutput > 0 && len(longest) > azureBlobNameMax {
+		// The run's output blob adds up to 36 characters to the name.
+		if fs.Changed("keep-output") || os.Getenv(flagEnv["keep-output"]) != "" {
+			return exit.Usagef("lease name %s is too long for --keep-output: with it a lease name may have at most %d characters",
+				exit.Quote(o.loc.lease), azureBlobNameMax-(len(longest)-len(o.loc.lease)))
+		}
+		log.Debug("the command's output is not kept: the lease name is too long for its blob", "max", azureBlobNameMax-(len(longest)-len(o.loc.lease)))
+		r.KeepOutput = 0
 	}
 	if r.StorageTimeout <= 0 {
 		return exit.Usagef("invalid --storage-timeout %s: must be positive", r.StorageTimeout)
