@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
@@ -87,18 +89,28 @@ func TestAzuritePruneOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	put := func(name string) {
-		if _, err := sdkBlob(t, cs, cfg.Container, name).Upload(ctx, streaming.NopCloser(strings.NewReader("x")), nil); err != nil {
+	// Outputs of terms 2 to 25 that ended long ago (left from before the
+	// lease blob was made anew: the terms began again), and this run's,
+	// term 1, which is the newest.
+	put := func(name string, end time.Time) {
+		md := map[string]*string{}
+		if !end.IsZero() {
+			e := formatTime(end)
+			md[mdOutEnd] = &e
+		}
+		if _, err := sdkBlob(t, cs, cfg.Container, name).Upload(ctx, streaming.NopCloser(strings.NewReader("x")),
+			&blockblob.UploadOptions{Metadata: md}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	long := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for term := int64(2); term <= 25; term++ {
-		put(OutputBlob("job", 0, term))
+		put(OutputBlob("job", 0, term), long.Add(time.Duration(term)*time.Hour))
 	}
 	for term := int64(1); term <= 3; term++ {
-		put(OutputBlob("job", 1, term))
+		put(OutputBlob("job", 1, term), time.Time{})
 	}
-	put(OutputPrefix("job") + "notes") // not leaderrun's: left alone
+	put(OutputPrefix("job")+"notes", time.Time{}) // not leaderrun's: left alone
 	if err := l.KeepOutput(ctx, 0, []byte("term 1"), 6); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +137,12 @@ func TestAzuritePruneOutputs(t *testing.T) {
 		t.Fatalf("left %q", names)
 	}
 	for _, term := range slot0 {
-		if term <= 5 {
-			t.Errorf("the output of term %d was kept; the newest %d are terms 6 to 25", term, historyLen)
+		if term >= 2 && term <= 6 {
+			t.Errorf("the output of term %d was kept; the newest %d are this run's (term 1) and terms 7 to 25", term, historyLen)
 		}
+	}
+	if !slices.Contains(slot0, 1) {
+		t.Error("this run's output (term 1, the newest) was deleted")
 	}
 }
 

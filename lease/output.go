@@ -146,29 +146,29 @@ func (l *Lease) KeepOutput(ctx context.Context, exitCode int, kept []byte, writt
 	})
 }
 
-// PruneOutputs deletes this slot's output blobs but the newest historyLen
-// (by term): the runs its history keeps. One listing, then one request per
-// blob deleted; a blob already gone is no error. Best effort: the first
-// failure ends it.
+// PruneOutputs deletes this slot's output blobs but the newest historyLen,
+// the runs its history keeps: newest by end (the service's clock), then by
+// term, so that outputs left from before a lease blob was made anew, its
+// terms begun again, go first. One listing, then one request per blob
+// deleted; a blob already gone is no error. Best effort: the first failure
+// ends it.
 func (l *Lease) PruneOutputs(ctx context.Context) error {
 	listed, _, err := l.b.c.List(ctx, OutputPrefix(l.Name))
 	if err != nil {
 		return err
 	}
-	var terms []int64
-	byTerm := map[int64]string{}
-	for _, b := range listed {
-		if slot, term, ok := parseOutputBlob(l.Name, b.Name); ok && slot == l.Slot {
-			terms = append(terms, term)
-			byTerm[term] = b.Name
+	var outs []Output
+	for _, x := range listed {
+		if slot, _, ok := parseOutputBlob(l.Name, x.Name); ok && slot == l.Slot {
+			outs = append(outs, outputOf(l.Name, x.Name, x.Props.Metadata))
 		}
 	}
-	if len(terms) <= historyLen {
+	if len(outs) <= historyLen {
 		return nil
 	}
-	slices.Sort(terms)
-	for _, term := range terms[:len(terms)-historyLen] {
-		b, err := l.b.c.Blob(byTerm[term])
+	slices.SortStableFunc(outs, newestFirst)
+	for _, o := range outs[historyLen:] {
+		b, err := l.b.c.Blob(o.Blob)
 		if err != nil {
 			return err
 		}
@@ -181,9 +181,14 @@ func (l *Lease) PruneOutputs(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		l.log.Debug("deleted an old run's output", "blob", byTerm[term])
+		l.log.Debug("deleted an old run's output", "blob", o.Blob)
 	}
 	return nil
+}
+
+// newestFirst orders outputs by end, then term, newest first, then by slot.
+func newestFirst(a, b Output) int {
+	return cmp.Or(b.End.Compare(a.End), cmp.Compare(b.Term, a.Term), cmp.Compare(a.Slot, b.Slot))
 }
 
 // Outputs lists the kept outputs of lease name, every slot's, without
@@ -200,9 +205,7 @@ func (b *Blob) Outputs(ctx context.Context) ([]Output, error) {
 			out = append(out, outputOf(b.name, x.Name, x.Props.Metadata))
 		}
 	}
-	slices.SortStableFunc(out, func(a, c Output) int {
-		return cmp.Or(c.End.Compare(a.End), cmp.Compare(c.Term, a.Term), cmp.Compare(a.Slot, c.Slot))
-	})
+	slices.SortStableFunc(out, newestFirst)
 	return out, nil
 }
 
