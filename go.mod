@@ -19,6 +19,7 @@ require (
 require github.com/robfig/cron/v3 v3.0.1
 
 require (
+	github.com/mattn/go-isatty v0.0.20
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	google.golang.org/protobuf v1.36.12
@@ -32,7 +33,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
 	github.com/pkg/browser v0.0.0-20240102092130-5ac0b6a4141c // indirect

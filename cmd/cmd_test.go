@@ -109,6 +109,14 @@ func TestUsageErrors(t *testing.T) {
 		{"help for nothing known", []string{"help", "frobnicate"}, `no help for "frobnicate": 'leaderrun --help' lists`},
 		{"break --slot out of range", []string{"break", "-l", "x", "--slot", "50"}, "invalid --slot 50: use 0 to 49"},
 		{"lease name over the limit", []string{"-l", strings.Repeat("a", 1017), "--", "true"}, `(1017 characters): a lease name may have at most 1016 characters`},
+		{"negative max runtime", []string{"-l", "x", "--max-runtime", "-1s", "--", "true"}, "invalid --max-runtime -1s: must not be negative"},
+		{"negative keep-output", []string{"-l", "x", "--keep-output", "-1", "--", "true"}, "invalid --keep-output -1: use 0 (off) to 16777216 bytes"},
+		{"keep-output over the limit", []string{"-l", "x", "--keep-output", "16777217", "--", "true"}, "invalid --keep-output 16777217"},
+		{"keep-output with a long lease name", []string{"-l", strings.Repeat("a", 1000), "--keep-output", "10", "--", "true"},
+			"is too long for --keep-output: with it a lease name may have at most 988 characters"},
+		{"logs term 0", []string{"logs", "-l", "x", "--term", "0"}, "invalid --term 0"},
+		{"logs slot out of range", []string{"logs", "-l", "x", "--slot", "50"}, "invalid --slot 50: use 0 to 49"},
+		{"logs output", []string{"logs", "-l", "x", "-o", "yaml"}, "--output"},
 		{"long value cut", []string{"--log-level", strings.Repeat("x", 2000), "-l", "x", "--", "true"}, `" (2000 characters)`},
 	}
 	for _, tt := range tests {

@@ -70,6 +70,8 @@ var flagEnv = map[string]string{
 	"ping-url":          "LEADERRUN_PING_URL",
 	"ping-url-template": "LEADERRUN_PING_URL_TEMPLATE",
 	"metrics-file":      "LEADERRUN_METRICS_FILE",
+	"max-runtime":       "LEADERRUN_MAX_RUNTIME",
+	"keep-output":       "LEADERRUN_KEEP_OUTPUT",
 	"schedule":          "LEADERRUN_SCHEDULE",
 	"scheduled-events":  "LEADERRUN_SCHEDULED_EVENTS",
 	"log-level":         "LEADERRUN_LOG_LEVEL",
@@ -285,7 +287,7 @@ func flagOf(f *pflag.Flag) Flag {
 	}
 	fl := Flag{Short: f.Shorthand, Long: f.Name, Arg: arg, Usage: usage, Env: flagEnv[f.Name]}
 	switch f.DefValue {
-	case "", "0", "0s", "false", "[]", "<nil>":
+	case "", "0", "0s", "false", "[]", "<nil>", "-1": // -1: "not given" (--slot)
 	default:
 		fl.Default = f.DefValue
 	}
@@ -304,6 +306,7 @@ var (
 		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout)"},
 		{"76", "leadership was lost while COMMAND ran, or it stepped down for a scheduled event; COMMAND was stopped"},
 		{"77", "the health check failed; COMMAND was stopped and the lease released"},
+		{"124", "--max-runtime was reached; COMMAND was stopped (as timeout(1) exits)"},
 		{"126", "COMMAND found but not executable"},
 		{"127", "COMMAND not found"},
 	}
@@ -311,6 +314,12 @@ var (
 		{"0", "done (nothing to do is done too)"},
 		{"64", "usage error: a bad flag, a missing lease name"},
 		{"69", "the storage cannot be read or written: unreachable, unauthorized or refused"},
+	}
+	logsExitStatus = []Entry{
+		{"0", "done: the run's output printed"},
+		{"1", "that run kept no output (as kubectl logs and grep exit when there is nothing to show)"},
+		{"64", "usage error: a bad flag, a missing lease name"},
+		{"69", "the storage cannot be read: unreachable, unauthorized or refused"},
 	}
 	plainExitStatus = []Entry{{"0", "done"}, {"64", "usage error"}}
 	checkExitStatus = []Entry{
@@ -335,6 +344,8 @@ func exitStatusOf(c *cobra.Command) []Entry {
 		return checkExitStatus
 	case c.Name() == "doctor":
 		return doctorExitStatus
+	case c.Name() == "logs":
+		return logsExitStatus
 	case c.Flags().Lookup("container") != nil:
 		return operatorExitStatus
 	}

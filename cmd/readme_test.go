@@ -35,7 +35,7 @@ func TestReadmeExitStatusTable(t *testing.T) {
 		first := strings.TrimSpace(strings.Split(line, "|")[1])
 		rows[strings.Fields(first + " x")[0]] = true
 	}
-	for _, code := range []int{exit.OK, exit.Usage, exit.Unavailable, exit.Conflict, exit.Lost, exit.Unhealthy, exit.NotExec, exit.NotFound} {
+	for _, code := range []int{exit.OK, exit.Usage, exit.Unavailable, exit.Conflict, exit.Lost, exit.Unhealthy, exit.Timeout, exit.NotExec, exit.NotFound} {
 		if !rows[strconv.Itoa(code)] {
 			t.Errorf("no row for exit status %d", code)
 		}

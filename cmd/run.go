@@ -6,6 +6,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 	inGroup(fs, groupStopping, func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.killSignal, "kill-signal", "TERM", "the `SIGNAL` that asks COMMAND to stop")
 		fs.DurationVar(&r.Lease.KillGrace, "kill-grace", 10*time.Second, "after the stop signal, how long before SIGKILL")
+		fs.DurationVar(&r.MaxRuntime, "max-runtime", 0, "stop COMMAND this long after its start, as a lost lease does (the stop signal, --kill-grace, SIGKILL) but keeping the lease until it is dead; record the run as timed out and exit 124, as timeout(1) does (0: no limit)")
 		fs.BoolVar(&o.scheduledEvents, "scheduled-events", false,
 			"step down before Azure reboots, redeploys, freezes, evicts or deletes this VM, and do not acquire while such an event is pending, "+
 				"as the metadata service's Scheduled Events announce (LEADERRUN_IMDS_ENDPOINT sets the service's address)")
@@ -83,6 +85,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&o.pingURL, "ping-url", "", "ping the healthchecks.io-style `URL` when COMMAND starts (/start) and ends (success, or /CODE); only the host that runs pings; https, or http to loopback only (the variable is preferred: the URL is a secret)")
 		fs.StringVar(&o.pingTemplate, "ping-url-template", "", "ping another monitor: a `URL` with {event} (start, success, fail) or {state} (run, complete, fail), {code} and {rid}; no start ping without {event} or {state}")
 		fs.StringVar(&r.MetricsFile, "metrics-file", "", "write gauges of this host's runs, atomically, to the node_exporter textfile `PATH` (.prom); a link there is replaced, never followed")
+		fs.IntVar(&r.KeepOutput, "keep-output", defaultKeepOutput, "keep the last `BYTES` of COMMAND's stdout and stderr, interleaved, which still go where they go: the end ping's body, and a blob of the run in the container for 'leaderrun logs'; kept only when neither of leaderrun's stdout and stderr is a terminal (0: off)")
 	})
 	inGroup(fs, groupStorage, func(fs *pflag.FlagSet) {
 		fs.DurationVar(&r.StorageTimeout, "storage-timeout", lease.DefaultStorageTimeout, "without --timeout: how long to retry storage that throttles or fails (503, 500, timeouts) before exit 69")
@@ -229,11 +232,23 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 		d    time.Duration
 	}{
 		{"--timeout", r.Timeout}, {"--renew-interval", r.Lease.RenewInterval}, {"--poll-interval", r.Lease.PollInterval},
-		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay},
+		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay}, {"--max-runtime", r.MaxRuntime},
 	} {
 		if f.d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", f.name, f.d)
 		}
+	}
+	if r.KeepOutput < 0 || r.KeepOutput > lease.MaxOutput {
+		return exit.Usagef("invalid --keep-output %d: use 0 (off) to %d bytes", r.KeepOutput, lease.MaxOutput)
+	}
+	if longest := lease.OutputBlob(o.loc.lease, lease.MaxSlots-1, math.MaxInt64); r.KeepOutput > 0 && len(longest) > azureBlobNameMax {
+		// The run's output blob adds up to 36 characters to the name.
+		if fs.Changed("keep-output") || os.Getenv(flagEnv["keep-output"]) != "" {
+			return exit.Usagef("lease name %s is too long for --keep-output: with it a lease name may have at most %d characters",
+				exit.Quote(o.loc.lease), azureBlobNameMax-(len(longest)-len(o.loc.lease)))
+		}
+		log.Debug("the command's output is not kept: the lease name is too long for its blob", "max", azureBlobNameMax-(len(longest)-len(o.loc.lease)))
+		r.KeepOutput = 0
 	}
 	if r.StorageTimeout <= 0 {
 		return exit.Usagef("invalid --storage-timeout %s: must be positive", r.StorageTimeout)
@@ -267,6 +282,10 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	r.StopSignal = sig
 	return nil
 }
+
+// defaultKeepOutput is --keep-output's default: 64 KiB, within the
+// 100 kB a healthchecks.io ping's body keeps.
+const defaultKeepOutput = 64 << 10
 
 // hostname is this host's name, "localhost" if it has none.
 func hostname() string {

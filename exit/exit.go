@@ -13,12 +13,13 @@ import (
 // leaderrun's own statuses (sysexits.h where one fits).
 const (
 	OK          = 0
-	Usage       = 64 // EX_USAGE: bad flag, bad duration, missing lease name
-	Unavailable = 69 // EX_UNAVAILABLE: storage unreachable, unauthorized or refused
-	Internal    = 70 // EX_SOFTWARE: a bug in leaderrun
-	Conflict    = 75 // EX_TEMPFAIL: held by someone else (default of -E)
-	Lost        = 76 // leadership lost while COMMAND ran
-	Unhealthy   = 77 // the health check failed
+	Usage       = 64  // EX_USAGE: bad flag, bad duration, missing lease name
+	Unavailable = 69  // EX_UNAVAILABLE: storage unreachable, unauthorized or refused
+	Internal    = 70  // EX_SOFTWARE: a bug in leaderrun
+	Conflict    = 75  // EX_TEMPFAIL: held by someone else (default of -E)
+	Lost        = 76  // leadership lost while COMMAND ran
+	Unhealthy   = 77  // the health check failed
+	Timeout     = 124 // --max-runtime reached, as timeout(1) exits
 	NotExec     = 126
 	NotFound    = 127
 	SignalBase  = 128

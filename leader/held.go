@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/leaderrun/leaderrun/exit"
@@ -30,9 +32,11 @@ type heldRun struct {
 
 	env        []string
 	proc       Process
+	startedAt  time.Time // right before COMMAND's start: --max-runtime counts from it
 	stopHealth context.CancelFunc
+	keptOutput bool // the output is in its blob: older runs' may be pruned (written before uploaded closes)
 
-	happened // while COMMAND ran: lost, unhealthy, steppedDown, each set at most once
+	happened // while COMMAND ran: lost, unhealthy, steppedDown, timedOut, each set at most once
 }
 
 // run keeps the lease, runs COMMAND, stops it when leadership is lost or
@@ -57,7 +61,13 @@ func (h *heldRun) run(ctx context.Context) error {
 		<-h.proc.Done()
 		return exit.With(exit.Internal, err)
 	}
-	h.loop(health, events)
+	var overtime <-chan time.Time // --max-runtime: fires once it is reached
+	if h.o.MaxRuntime > 0 {
+		t := time.NewTimer(time.Until(h.startedAt.Add(h.o.MaxRuntime)))
+		defer t.Stop()
+		overtime = t.C
+	}
+	h.loop(health, events, overtime)
 	endWatch()
 	return h.finish(ctx)
 }
@@ -93,7 +103,8 @@ func (h *heldRun) start(ctx context.Context) error {
 			return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (no renewal succeeded before the stop deadline)", l.Name))
 		}
 	}
-	p, err := h.hs.start(h.env, l)
+	h.startedAt = time.Now()
+	p, err := h.hs.start(h.env, runDeadlines{h})
 	if errors.Is(err, errPastStopDeadline) {
 		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%w)", l.Name, err))
 	}
@@ -185,13 +196,41 @@ func (h *heldRun) watchEvents(ctx context.Context, out chan<- imds.Event) {
 	}
 }
 
+// killBy is the kill deadline the guard enforces by itself: the lease's,
+// or with --max-runtime the end of the grace after it, if that comes first.
+// So a COMMAND past its max runtime is killed even while leaderrun cannot
+// act (stopped, starved), as one past its lease is.
+// runDeadlines are a held run's deadlines as the go-ahead reads them: the
+// lease's stop deadline, and the kill deadline (the max runtime's if sooner).
+type runDeadlines struct{ h *heldRun }
+
+func (d runDeadlines) StopAt() time.Time { return d.h.l.StopAt() }
+func (d runDeadlines) KillBy() time.Time { return d.h.killBy() }
+
+func (h *heldRun) killBy() time.Time {
+	k := h.l.KillBy()
+	if h.o.MaxRuntime > 0 {
+		if r := h.runtimeKillBy(); r.Before(k) {
+			return r
+		}
+	}
+	return k
+}
+
+// runtimeKillBy is when a COMMAND stopped at its max runtime gets SIGKILL:
+// --kill-grace after it.
+func (h *heldRun) runtimeKillBy() time.Time {
+	return h.startedAt.Add(h.o.MaxRuntime + h.o.Lease.KillGrace)
+}
+
 // loop handles what happens until COMMAND has exited: outside signals are
 // forwarded, renewals move the guard's kill deadline, and a lost lease, a
-// failed health check or a scheduled event for this VM stops COMMAND. What
+// failed health check, a scheduled event for this VM or the max runtime
+// (overtime fires) stops COMMAND. What
 // happened at once (while leaderrun could not look: stopped, starved) is
 // taken in a fixed order, COMMAND's end first, then a lost lease: a run
 // repeats the same way (the simulator replays it).
-func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
+func (h *heldRun) loop(health <-chan error, events <-chan imds.Event, overtime <-chan time.Time) {
 	lost := h.l.Lost()
 	for {
 		select {
@@ -214,7 +253,7 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 			}
 			h.proc.HandleSignal(s)
 		case <-h.l.RenewedAt():
-			if err := h.proc.SetKillDeadline(h.l.KillBy()); err != nil {
+			if err := h.proc.SetKillDeadline(h.killBy()); err != nil {
 				h.log.Warn("could not hand the kill deadline to the guard", "error", err)
 			}
 			h.sd.renewed()
@@ -229,6 +268,9 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 			h.stopUnhealthy(err)
 		case ev := <-events:
 			h.stepDown(ev)
+		case <-overtime:
+			overtime = nil
+			h.stopOvertime()
 		case <-h.proc.Done():
 			return
 		}
@@ -253,10 +295,28 @@ func (h *heldRun) stopLost() {
 	h.proc.Stop(grace)
 }
 
+// stopOvertime stops COMMAND because it reached --max-runtime, as a lost
+// lease stops it (the stop signal now, SIGKILL after --kill-grace) but
+// keeping the lease: the keeper renews until the release, after COMMAND's
+// processes are gone. If COMMAND is already being stopped (a lost lease, a
+// failed health check, a scheduled event), that stop goes on as it is.
+func (h *heldRun) stopOvertime() {
+	if h.lost != nil || h.unhealthy != nil || h.steppedDown != nil {
+		return
+	}
+	h.timedOut = h.o.MaxRuntime
+	h.stopHealth()
+	h.log.Info("max runtime reached; stopping the command", "max_runtime", shortDuration(h.o.MaxRuntime),
+		"signal", signalName(h.o.StopSignal), "sigkill_in", h.o.Lease.KillGrace)
+	h.sd.status("stopping: max runtime reached")
+	h.proc.Stop(h.o.Lease.KillGrace)
+}
+
 // stopUnhealthy stops COMMAND because its health check failed, unless
-// leadership was lost first (COMMAND is already being stopped for that).
+// leadership was lost first, or COMMAND is already being stopped for
+// another reason.
 func (h *heldRun) stopUnhealthy(err error) {
-	if h.lost != nil || h.steppedDown != nil {
+	if h.lost != nil || h.steppedDown != nil || h.timedOut != 0 {
 		return
 	}
 	if !errors.As(err, &h.unhealthy) {
@@ -282,7 +342,7 @@ func (h *heldRun) stepDown(ev imds.Event) {
 		h.proc.Stop(grace)
 		return
 	}
-	if h.lost == nil && h.unhealthy == nil {
+	if h.lost == nil && h.unhealthy == nil && h.timedOut == 0 {
 		h.steppedDown = &ev
 		h.stopHealth()
 		h.log.Info("stepping down: stopping the command before the scheduled event",
@@ -312,15 +372,31 @@ func (h *heldRun) finish(ctx context.Context) error {
 			hap.pastKillDeadline = !time.Now().Before(h.l.KillBy())
 		}
 	}
+	if hap.timedOut == 0 && h.o.MaxRuntime > 0 && hap.result.Signal == syscall.SIGKILL && !time.Now().Before(h.runtimeKillBy()) {
+		// Likewise at the max runtime's kill deadline: the guard killed
+		// COMMAND past its max runtime while leaderrun could not act.
+		hap.timedOut = h.o.MaxRuntime
+	}
 	out := decideOutcome(hap)
-	h.mon.ended(h.l, out.code, nil)
+	code := hap.result.Code() // the run's end record: COMMAND's status
+	switch {
+	case out.kind == outcomeTimedOut:
+		code = out.code // recorded as timed out: 124, whatever signal ended it
+	case !out.recordEnd:
+		code = out.code // not recorded (the lease is gone): the kept output says what leaderrun exits with
+	}
+	// COMMAND's processes are gone: its output is complete, and its
+	// upload, beside the end's record, holds the release up by
+	// outputBudget at most, lost lease or not.
+	kept, uploaded := h.uploadOutput(code)
+	defer func() { <-uploaded }()
+	h.mon.ended(h.l, out.code, kept)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
 		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
 	}
 	if !out.recordEnd {
 		return out.exitErr()
 	}
-	code := hap.result.Code()
 	h.recordEnd(ctx, code)
 	// --once-per-host: this host's done marker after COMMAND exited with
 	// status 0, by itself or when asked to step down for a scheduled event,
@@ -332,6 +408,65 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	return out.exitErr()
+}
+
+// What keeping COMMAND's output (--keep-output) may add to the release:
+// the wait for its last bytes once its processes are gone (they are in the
+// pipes, or still being passed on to a slow reader), and the upload, all
+// within outputBudget of COMMAND's end. Its pruning comes after the
+// release, within outputBudget of its own, beside the last ping.
+const (
+	outputBudget = 2 * time.Second
+	outputDrain  = 500 * time.Millisecond
+)
+
+// uploadOutput takes what was kept of COMMAND's output (nil when nothing
+// is kept) and uploads it to the run's helper blob in the background,
+// with the run's record and code; uploaded is closed when that is over,
+// outputBudget after COMMAND's end at the latest. A failure costs one
+// WARNING. COMMAND's processes are gone: never call it before.
+func (h *heldRun) uploadOutput(code int) (kept []byte, uploaded <-chan struct{}) {
+	done := make(chan struct{})
+	if h.out == nil {
+		close(done)
+		return nil, done
+	}
+	deadline := time.Now().Add(outputBudget)
+	k := h.out.Close(outputDrain)
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if err := h.l.KeepOutput(ctx, code, k.Bytes, k.Written); err != nil {
+			h.log.Warn("could not keep the command's output in storage; leaderrun's exit status is unchanged",
+				"blob", lease.OutputBlob(h.l.Name, h.l.Slot, h.l.Term), "error", err)
+			return
+		}
+		h.keptOutput = true
+		h.log.Debug("kept the command's output", "blob", lease.OutputBlob(h.l.Name, h.l.Slot, h.l.Term), "bytes", len(k.Bytes), "written", k.Written)
+	}()
+	return k.Bytes, done
+}
+
+// pruneOutputs deletes, in the background, the outputs of this slot's runs
+// older than those its history keeps, once this run's is kept; the channel
+// is closed when that is over, outputBudget from now at the latest. Call
+// it after the release: it never holds the lease up.
+func (h *heldRun) pruneOutputs() <-chan struct{} {
+	done := make(chan struct{})
+	if !h.keptOutput {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), outputBudget)
+		defer cancel()
+		if err := h.l.PruneOutputs(ctx); err != nil {
+			h.log.Debug("could not delete the outputs of older runs; the next run tries again", "error", err)
+		}
+	}()
+	return done
 }
 
 // ExportedVar names, in COMMAND's environment, the variables that leaderrun
@@ -384,4 +519,17 @@ func (h *heldRun) release() {
 		return
 	}
 	h.log.Debug("released lease", "term", h.l.Term)
+}
+
+// shortDuration is d as a person writes it: "1h", "1h30m", "90s" rather
+// than Go's "1h0m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

@@ -6,6 +6,7 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -23,6 +24,7 @@ const (
 	outcomeLost        outcomeKind = "lost"         // leadership was lost; COMMAND was stopped: 76
 	outcomeUnhealthy   outcomeKind = "unhealthy"    // the health check failed; COMMAND was stopped: 77
 	outcomeSteppedDown outcomeKind = "stepped down" // a scheduled event concerns this VM; COMMAND was stopped: 76
+	outcomeTimedOut    outcomeKind = "timed out"    // --max-runtime was reached; COMMAND was stopped: 124
 )
 
 // happened is what a held run saw by the time COMMAND had exited.
@@ -35,6 +37,7 @@ type happened struct {
 	// or starved, and the guard killed COMMAND).
 	pastKillDeadline bool
 	steppedDown      *imds.Event   // the event the run stepped down for, before a loss or a failed check
+	timedOut         time.Duration // the max runtime COMMAND reached and was stopped at, before anything else stopped it; 0: none
 	result           runner.Result // how COMMAND ended
 }
 
@@ -54,7 +57,8 @@ var errKillDeadline = errors.New("no renewal succeeded before the kill deadline:
 // it); a lost lease is not written to (its end is not recorded), even when
 // it was lost while stepping down; a step-down for a scheduled event exits
 // 76 and records the end (the lease is still held: the record is written
-// before the release); otherwise leaderrun exits with COMMAND's own status.
+// before the release); a run stopped at its max runtime exits 124 and
+// records 124; otherwise leaderrun exits with COMMAND's own status.
 func decideOutcome(h happened) outcome {
 	lost := h.lost
 	if lost == nil && h.pastKillDeadline {
@@ -78,6 +82,10 @@ func decideOutcome(h happened) outcome {
 		return outcome{kind: outcomeSteppedDown, code: exit.Lost, recordEnd: true,
 			err: fmt.Errorf("stepped down as leader of %q before %s; the command was stopped and the lease released",
 				h.lease, eventText(*h.steppedDown))}
+	case h.timedOut != 0:
+		// Recorded as timed out (lastexit 124), whatever signal ended it.
+		return outcome{kind: outcomeTimedOut, code: exit.Timeout, recordEnd: true,
+			err: fmt.Errorf("max runtime reached (%s); the command was stopped", shortDuration(h.timedOut))}
 	case h.result.Signal != 0:
 		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -42,6 +43,10 @@ func TestDecideOutcome(t *testing.T) {
 			"lost while stepping down for scheduled event Preempt E1"},
 		{"stepped down, kill deadline passed unseen", happened{steppedDown: preempt, pastKillDeadline: true, result: killed(syscall.SIGKILL)}, outcomeLost, exit.Lost, false,
 			"before the kill deadline"},
+		{"max runtime reached", happened{timedOut: time.Hour, result: killed(syscall.SIGTERM)}, outcomeTimedOut, exit.Timeout, true, "max runtime reached (1h)"},
+		{"max runtime reached, killed after the grace", happened{timedOut: 90 * time.Minute, result: killed(syscall.SIGKILL)}, outcomeTimedOut, exit.Timeout, true, "max runtime reached (1h30m)"},
+		{"max runtime reached, the command exited 0 on the stop signal", happened{timedOut: 2 * time.Second, result: exited(0)}, outcomeTimedOut, exit.Timeout, true, "max runtime reached (2s)"},
+		{"max runtime reached, then lost while stopping", happened{timedOut: time.Hour, lost: lost, result: killed(syscall.SIGKILL)}, outcomeLost, exit.Lost, false, "was lost while the command ran"},
 		{"unhealthy, then lost while stopping", happened{unhealthy: unhealthy, lost: lost, result: killed(syscall.SIGKILL)}, outcomeUnhealthy, exit.Unhealthy, false, "health check failed"}, // the lease is gone: nothing to record on
 	}
 	for _, tt := range tests {

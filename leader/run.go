@@ -5,6 +5,7 @@ package leader
 // outside that it handles.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,10 @@ type Options struct {
 	Argv       []string // COMMAND, looked up on PATH
 	StopSignal syscall.Signal
 	Health     runner.HealthConfig // no check when Cmd is ""
+	// MaxRuntime (--max-runtime) stops COMMAND this long after its start,
+	// as a lost lease would but keeping the lease until it is dead, and
+	// makes leaderrun exit 124; 0: no limit.
+	MaxRuntime time.Duration
 
 	NoWait         bool          // -n: do not wait for a held lease
 	Timeout        time.Duration // -w: 0 waits for ever
@@ -59,6 +64,13 @@ type Options struct {
 
 	Pinger      *monitor.Pinger // nil: no pings
 	MetricsFile string          // "": no metrics file
+	// KeepOutput (--keep-output) keeps the last this many bytes of
+	// COMMAND's stdout and stderr, for the end ping's body and a helper
+	// blob of the run (lease.Lease.KeepOutput); 0: none. Kept only when
+	// neither Stdout nor Stderr is a terminal (runner.Output).
+	KeepOutput int
+	// Stdout and Stderr are where COMMAND's output goes; nil: leaderrun's.
+	Stdout, Stderr *os.File
 
 	// Launcher starts COMMAND; nil: real processes (runner). Signals are
 	// the signals from outside; nil: this process's own. A simulation of
@@ -77,6 +89,7 @@ type invocation struct {
 	hs      *headStart
 	events  *imds.Watcher // nil without --scheduled-events
 	mon     *runMonitor
+	out     *runner.Output // nil: COMMAND's output is not kept
 }
 
 // Run waits for the lease, runs COMMAND while holding it, stops COMMAND
@@ -127,9 +140,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stopEvents()
 
-	hs := &headStart{log: log, launcher: o.Launcher, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.Lease.KillGrace, Logger: log}}
+	hs := &headStart{log: log, launcher: o.Launcher, cfg: runner.Config{Argv: o.Argv, StopSignal: o.StopSignal, KillGrace: o.Lease.KillGrace, Logger: log,
+		Stdout: o.Stdout, Stderr: o.Stderr}}
 	defer hs.discard()
-	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon}
+	out := keepOutput(log, &o)
+	if out != nil {
+		defer out.Close(0) // the held run closed it; or nothing ran
+		hs.cfg.Stdout, hs.cfg.Stderr = out.Stdout(), out.Stderr()
+	}
+	inv := &invocation{log: log, o: &o, elector: elector, sd: sd, sigs: sigs, hs: hs, events: events, mon: mon, out: out}
 	l, err := inv.forLease(ctx)
 	if err != nil {
 		if code, ok := exit.Code(err); ok && code == o.ConflictCode {
@@ -143,8 +162,30 @@ func Run(ctx context.Context, o Options) error {
 	}
 	h := &heldRun{invocation: inv, l: l}
 	err = h.run(ctx) // the lease is released when it returns
+	pruned := h.pruneOutputs()
 	mon.wait()
+	<-pruned
 	return err
+}
+
+// keepOutput starts keeping COMMAND's output (--keep-output), unless
+// leaderrun's stdout or stderr is a terminal: an interactive COMMAND keeps
+// its terminal then, and nothing is kept. nil: nothing kept.
+func keepOutput(log hclog.Logger, o *Options) *runner.Output {
+	if o.KeepOutput <= 0 {
+		return nil
+	}
+	stdout, stderr := cmp.Or(o.Stdout, os.Stdout), cmp.Or(o.Stderr, os.Stderr)
+	if runner.Terminal(stdout) || runner.Terminal(stderr) {
+		log.Debug("the command's output is not kept: leaderrun's stdout or stderr is a terminal, which the command keeps")
+		return nil
+	}
+	out, err := runner.KeepOutput(o.KeepOutput, stdout, stderr)
+	if err != nil {
+		log.Warn("the command's output cannot be kept; it goes where it goes, unkept", "error", err)
+		return nil
+	}
+	return out
 }
 
 // StorageExit maps an error from the lease package to leaderrun's exit

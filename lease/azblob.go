@@ -7,6 +7,8 @@ package lease
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -43,6 +45,13 @@ type blobAPI interface {
 	putBlob(ctx context.Context, md map[string]string) (answer, error)
 	// deleteBlob is Delete Blob, without a lease ID (a marker).
 	deleteBlob(ctx context.Context) (answer, error)
+	// putContent is Put Blob without conditions: a block blob of body, with
+	// its content type and metadata md, replacing any (a helper blob, never
+	// a lease blob).
+	putContent(ctx context.Context, body []byte, contentType string, md map[string]string) (answer, error)
+	// getContent is Get Blob: the blob's metadata and its body, of which
+	// more than limit bytes is an error.
+	getContent(ctx context.Context, limit int64) (blobContent, error)
 }
 
 // answer is what leaderrun reads from a successful response.
@@ -58,6 +67,13 @@ type blobProps struct {
 	LeaseState string            // x-ms-lease-state; "" if absent
 	Metadata   map[string]string // x-ms-meta-*, names lowercased; never nil
 	Created    time.Time         // x-ms-creation-time; zero if absent
+}
+
+// blobContent is a Get Blob answer.
+type blobContent struct {
+	answer
+	Metadata map[string]string // x-ms-meta-*, names lowercased; never nil
+	Body     []byte
 }
 
 // azBlob sends blobAPI's requests on one blob with its SDK clients and, for
@@ -233,6 +249,32 @@ func (c *Container) createContainer(ctx context.Context) (answer, error) {
 func (a *azBlob) putBlob(ctx context.Context, md map[string]string) (answer, error) {
 	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(nil)), &blockblob.UploadOptions{Metadata: sdkMetadata(md)})
 	return newAnswer(r.Date, r.ETag), a.c.fail("put blob", err)
+}
+
+func (a *azBlob) putContent(ctx context.Context, body []byte, contentType string, md map[string]string) (answer, error) {
+	r, err := a.blockBlob.Upload(ctx, streaming.NopCloser(bytes.NewReader(body)), &blockblob.UploadOptions{
+		Metadata: sdkMetadata(md), HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &contentType}})
+	return newAnswer(r.Date, r.ETag), a.c.fail("put blob", err)
+}
+
+func (a *azBlob) getContent(ctx context.Context, limit int64) (blobContent, error) {
+	r, err := a.blob.DownloadStream(ctx, nil)
+	if err != nil {
+		return blobContent{}, a.c.fail("get blob", err)
+	}
+	defer r.Body.Close()
+	c := blobContent{answer: newAnswer(r.Date, r.ETag), Metadata: lowerKeys(r.Metadata)}
+	tooLarge := &StorageError{Op: "get blob", Err: fmt.Errorf("the blob holds more than the %d bytes expected", limit), kind: kindPermanent, summary: "blob too large"}
+	if r.ContentLength != nil && *r.ContentLength > limit {
+		return blobContent{}, tooLarge
+	}
+	if c.Body, err = io.ReadAll(io.LimitReader(r.Body, limit+1)); err != nil {
+		return blobContent{}, a.c.fail("get blob", err)
+	}
+	if int64(len(c.Body)) > limit {
+		return blobContent{}, tooLarge
+	}
+	return c, nil
 }
 
 func (a *azBlob) deleteBlob(ctx context.Context) (answer, error) {

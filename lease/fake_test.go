@@ -426,6 +426,15 @@ func (f fakeAPI) putBlob(ctx context.Context, md map[string]string) (_ answer, e
 	return s.answerOrLoseLocked(opSetMeta, s.answerLocked())
 }
 
+// The fake holds lease blobs only: a helper blob's content is not faked.
+func (f fakeAPI) putContent(context.Context, []byte, string, map[string]string) (answer, error) {
+	panic("fakeAPI: putContent is not faked")
+}
+
+func (f fakeAPI) getContent(context.Context, int64) (blobContent, error) {
+	panic("fakeAPI: getContent is not faked")
+}
+
 func (f fakeAPI) deleteBlob(ctx context.Context) (_ answer, err error) {
 	defer f.mapped("delete blob", &err)
 	s := f.s

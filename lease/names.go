@@ -12,6 +12,8 @@ package lease
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
 //	NAME~pause        the pause marker (leaderrun pause / resume)
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
+//	~output/NAME~TERM the output kept of the run of TERM (--keep-output;
+//	                  ~output/NAME~slot-I~TERM for slot I: output.go)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
 // releases, NAME~done/HOST, are still read. Here too: Azure's naming rules

@@ -13,11 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
@@ -232,7 +229,7 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 		close(reaped)
 	}
 
-	out := &tailBuffer{max: healthOutputMax}
+	out := newTail(healthOutputMax)
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
@@ -321,41 +318,3 @@ func (c HealthConfig) endGroup(pgid int, exited <-chan struct{}) {
 // testHookKillCheck, when set by a test, is called before each SIGKILL to a
 // check's group.
 var testHookKillCheck func(pgid int)
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	cut bool // bytes were dropped from the front
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(p) >= t.max {
-		t.cut = t.cut || len(t.buf) > 0 || len(p) > t.max
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return len(p), nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.cut = true
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return len(p), nil
-}
-
-// String returns what is kept, without a partial character at a cut front,
-// surrounding white space trimmed.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if t.cut {
-		for len(b) > 0 && !utf8.RuneStart(b[0]) {
-			b = b[1:]
-		}
-	}
-	return strings.TrimSpace(string(b))
-}

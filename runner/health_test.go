@@ -497,7 +497,7 @@ func TestTailBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &tailBuffer{max: 5}
+			b := newTail(5)
 			for _, w := range tt.writes {
 				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write(%q) = %d, %v", w, n, err)
@@ -506,8 +506,8 @@ func TestTailBuffer(t *testing.T) {
 			if got := b.String(); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
-			if len(b.buf) > 5 || cap(b.buf) > 16 {
-				t.Errorf("the buffer grew: len %d cap %d", len(b.buf), cap(b.buf))
+			if len(b.ring) != 5 || cap(b.ring) != 5 {
+				t.Errorf("the ring grew: len %d cap %d", len(b.ring), cap(b.ring))
 			}
 		})
 	}

@@ -95,6 +95,9 @@ func TestMain(m *testing.M) {
 //	        "interrupted", then Launch it. With RUNNER_TEST_LOG_TTY set,
 //	        write a line to the terminal once the command holds it, as
 //	        leaderrun's log does
+//	write   write RUNNER_TEST_LINES lines, "out I" to stdout and "err I" to
+//	        stderr by turns, one write each, then exit 0
+//	yes     write "y" lines to stdout until a write fails (SIGPIPE)
 //	health  be leaderrun running a health check (see healthChild)
 //	pid1    be leaderrun as PID 1 (see pid1Child)
 //	shell   be a shell on a terminal: put a "tty" child in a process group
@@ -178,6 +181,20 @@ func child(mode string) int {
 		return preparedParent()
 	case "tty":
 		return ttyChild()
+	case "write":
+		n, _ := strconv.Atoi(os.Getenv("RUNNER_TEST_LINES"))
+		for i := range n {
+			fmt.Fprintf(os.Stdout, "out %d\n", i)
+			fmt.Fprintf(os.Stderr, "err %d\n", i)
+		}
+		return 0
+	case "yes":
+		for end := time.Now().Add(childLife); time.Now().Before(end); {
+			if _, err := os.Stdout.WriteString("y\n"); err != nil {
+				return 1
+			}
+		}
+		return 0
 	case "health":
 		return healthChild()
 	case "pid1":

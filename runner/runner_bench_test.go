@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // BenchmarkStartTrue runs `true` under Start until its Result: the guard
@@ -91,5 +92,38 @@ func BenchmarkExecTrue(b *testing.B) {
 		if err := exec.Command(path).Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkOutput is what keeping COMMAND's output costs its writes: 32 KiB
+// writes to COMMAND's end of the pipe, passed on to /dev/null and the last
+// 64 KiB kept (kept), against the same writes to /dev/null (direct).
+func BenchmarkOutput(b *testing.B) {
+	chunk := make([]byte, 32<<10)
+	for _, name := range []string{"direct", "kept"} {
+		b.Run(name, func(b *testing.B) {
+			null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer null.Close()
+			w := null
+			var o *Output
+			if name == "kept" {
+				if o, err = KeepOutput(64<<10, null, null); err != nil {
+					b.Fatal(err)
+				}
+				w = o.Stdout()
+			}
+			b.SetBytes(int64(len(chunk)))
+			for b.Loop() {
+				if _, err := w.Write(chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if o != nil {
+				o.Close(time.Minute)
+			}
+		})
 	}
 }

@@ -688,3 +688,34 @@ func TestModeReturnsWhatWasSet(t *testing.T) {
 		t.Errorf("Mode() = %+v, want %+v", got, m)
 	}
 }
+
+// Only aims the mode at the requests whose path contains it: the others
+// pass as in the zero Mode, a throttle's and a black hole's included.
+func TestOnly(t *testing.T) {
+	b := newBackend(t, nil)
+	p := newProxy(t, b.srv.URL)
+	c := newClient(t, 500*time.Millisecond)
+	base := p.URL() + "/devstoreaccount1/leaderrun/"
+	for _, m := range []Mode{
+		{Only: "~output/", ErrorRate: 1, ErrorStatus: 500},
+		{Only: "~output/", Throttle: Throttle{Rate: 0.001, Burst: 1}},
+		{Only: "~output/", BlackHole: true},
+	} {
+		p.Set(m)
+		for range 2 {
+			if resp, _, err := do(t, c, "PUT", base+"job", nil, nil); err != nil || resp.StatusCode != http.StatusCreated {
+				t.Errorf("%+v: a request it is not aimed at: %v %v", m, resp, err)
+			}
+		}
+		refused := 0
+		for range 2 {
+			if resp, _, err := do(t, c, "PUT", base+"~output/job~1", nil, nil); err != nil || resp.StatusCode != http.StatusCreated {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Errorf("%+v: the requests it is aimed at passed", m)
+		}
+	}
+	p.Set(Mode{})
+}

@@ -26,9 +26,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	p.handlers.Add(1)
-	m := p.mode
+	m := p.mode.aimedAt(r.URL.Path)
 	p.counts.add(r)
-	throttled := !p.buckets.take(r.URL.Path, time.Now())
+	throttled := m.Throttle.Rate > 0 && !p.buckets.take(r.URL.Path, time.Now())
 	fail := !throttled && !m.Reset && !m.BlackHole && rand.Float64() < m.errorRate()
 	lose := !throttled && !m.Reset && !m.BlackHole && !fail && p.lose(m, r)
 	if throttled || m.Reset || m.BlackHole || fail {

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -76,6 +77,19 @@ type Mode struct {
 	// come after ErrorRate's and before LoseAnswer; its headers go on
 	// every answer forwarded.
 	Account Account
+
+	// Only, if not empty, aims the mode at the requests whose path
+	// contains it (a blob name, or part of one: "~output/"); every other
+	// request is forwarded untouched, as in the zero Mode.
+	Only string
+}
+
+// aimedAt is the mode for r: m, or the zero Mode when Only leaves r out.
+func (m Mode) aimedAt(path string) Mode {
+	if m.Only != "" && !strings.Contains(path, m.Only) {
+		return Mode{}
+	}
+	return m
 }
 
 // latency is the wait Latency asks for.

@@ -118,12 +118,26 @@ func (k *checker) launched(c *child) {
 	}
 }
 
+// maxRunFor is the longest a COMMAND may run under --max-runtime: the max
+// runtime, the grace after the stop signal, and SIGKILL's latency (the
+// fake's killTake is under 300 ms); 0: no limit. It holds for a frozen
+// leaderrun too: the guard's kill deadline covers the max runtime.
+func (k *checker) maxRunFor() time.Duration {
+	if k.w.plan.MaxRuntime == 0 {
+		return 0
+	}
+	return k.w.plan.MaxRuntime + k.w.plan.KillGrace + 300*time.Millisecond
+}
+
 // died is a COMMAND's confirmed death.
 func (k *checker) died(c *child) {
 	w := k.w
 	w.tracef("%s: %s died (%s, ran %s)", c.inv.id, c, resultText(c), c.diedAt.Sub(c.at).Round(time.Millisecond))
 	if !w.svc.HeldThroughout(container, c.blob(), c.env["LEADERRUN_LEASE_ID"], c.at, c.diedAt) {
 		w.violate("%s outlived its lease at the service", c)
+	}
+	if most := k.maxRunFor(); most > 0 && c.diedAt.Sub(c.at) > most {
+		w.violate("%s ran %s, past --max-runtime %s, the grace and SIGKILL's latency", c, c.diedAt.Sub(c.at), w.plan.MaxRuntime)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -145,6 +159,9 @@ func (k *checker) applied(a blobsim.Applied) {
 	for _, c := range running {
 		if !w.svc.HeldThroughout(container, c.blob(), c.env["LEADERRUN_LEASE_ID"], c.at, now) {
 			w.violate("%s runs on after its lease ended at the service", c)
+		}
+		if most := k.maxRunFor(); most > 0 && now.Sub(c.at) > most {
+			w.violate("%s runs on %s after its start, past --max-runtime %s, the grace and SIGKILL's latency", c, now.Sub(c.at), w.plan.MaxRuntime)
 		}
 	}
 	if a.Op != "setMetadata" || a.Status/100 != 2 {

@@ -6,8 +6,9 @@
 // the kill deadline and the lifeline as the real one does.
 //
 // One seed draws everything: the mode (a service that waits, cron lines
-// with --once-per or --schedule, a deploy step with --once, a rolling patch
-// with --slots and --once-per-host), the hosts and their flags, what each
+// with --once-per or --schedule, and for some --max-runtime; a deploy step
+// with --once, a rolling patch with --slots and --once-per-host), the hosts
+// and their flags, what each
 // COMMAND does (how long it runs, how it exits, whether it ignores SIGTERM),
 // and the faults of the first phase: answers lost after the write was
 // applied, delays up to the lease duration, 503 bursts, resets, a host cut
@@ -24,6 +25,8 @@
 //     from its launch to its death: no COMMAND outlives its lease;
 //   - COMMAND starts with its kill deadline in force, before the stop
 //     deadline of its lease;
+//   - with --max-runtime (drawn for some cron seeds), no COMMAND runs past
+//     it, the grace and SIGKILL's latency, its leaderrun frozen or not;
 //   - terms only go up, by at least one at every claim, and no two COMMANDs
 //     run under the same term of a blob;
 //   - no phantom run: a run the blob records was launched, unless its host

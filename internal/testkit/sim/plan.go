@@ -55,6 +55,7 @@ type Plan struct {
 	Period         time.Duration // ModeSchedule: the schedule's period
 	Cron           time.Duration // how often a cron line runs
 	Splay          time.Duration // a cron line's --splay
+	MaxRuntime     time.Duration // a cron line's --max-runtime, for some seeds; 0: none
 
 	FaultEnd time.Duration // faults, signals, kills, freezes and operator actions end here
 	End      time.Duration // the world ends here
@@ -100,10 +101,15 @@ const (
 	// lost answer read back): the narrowest window of the run flow.
 	EvSigtermAtClaim
 	EvKillAtClaim
+	// Aimed at a run: armed at the event's time, it freezes the host's
+	// leaderrun a while after its next COMMAND's launch, within the max
+	// runtime, for Dur: only the guard can then stop COMMAND in time.
+	EvFreezeAtLaunch
 )
 
 func (k EventKind) String() string {
-	return [...]string{"SIGTERM", "SIGINT", "kill -9", "freeze", "break", "pause", "resume", "drain", "SIGTERM at the claim", "kill -9 at the claim"}[k]
+	return [...]string{"SIGTERM", "SIGINT", "kill -9", "freeze", "break", "pause", "resume", "drain", "SIGTERM at the claim", "kill -9 at the claim",
+		"freeze at the launch"}[k]
 }
 
 // Event is a timed event of the first phase.
@@ -118,7 +124,7 @@ type Event struct {
 func (e Event) String() string {
 	s := fmt.Sprintf("%s", e.Kind)
 	switch e.Kind {
-	case EvSigterm, EvSigint, EvKill, EvFreeze, EvSigtermAtClaim, EvKillAtClaim:
+	case EvSigterm, EvSigint, EvKill, EvFreeze, EvSigtermAtClaim, EvKillAtClaim, EvFreezeAtLaunch:
 		s += fmt.Sprintf(" host%d", e.Host)
 	}
 	if e.Dur > 0 {
@@ -213,6 +219,16 @@ func NewPlan(seed uint64) Plan {
 		// Resumed before the quiet phase, whatever the pause's own end.
 		p.Events = append(p.Events, Event{At: at + time.Duration(1+r.IntN(40))*time.Second, Kind: EvResume})
 	}
+	// --max-runtime, on half the cron seeds, drawn from a stream of its
+	// own: the draws above stay what they were for every seed. Half of
+	// those freeze a holder's leaderrun past it, once.
+	if mr := stream(seed, "max-runtime"); p.Mode.cron() && mr.IntN(2) == 0 {
+		p.MaxRuntime = time.Duration(5+mr.IntN(26)) * time.Second
+		if mr.IntN(2) == 0 {
+			p.Events = append(p.Events, Event{At: p.randAt(mr), Kind: EvFreezeAtLaunch, Host: mr.IntN(p.Hosts),
+				Dur: p.MaxRuntime + p.KillGrace + time.Duration(1+mr.IntN(20))*time.Second})
+		}
+	}
 	for i := range p.Events {
 		p.Events[i].At = min(p.Events[i].At, p.FaultEnd)
 	}
@@ -236,6 +252,9 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, ", once-per %s, splay %s", p.OncePer, p.Splay)
 	case ModeSchedule:
 		fmt.Fprintf(&b, ", schedule %q, splay %s", p.Schedule, p.Splay)
+	}
+	if p.MaxRuntime > 0 {
+		fmt.Fprintf(&b, ", max-runtime %s", p.MaxRuntime)
 	}
 	fmt.Fprintf(&b, "\nfaults until %s (lose %.2f, refuse %.2f, slow %.2f, %d bursts, %d cutoffs), end %s",
 		p.FaultEnd, p.Faults.Lose, p.Faults.Refuse, p.Faults.Slow, len(p.Faults.Bursts), len(p.Faults.Cutoffs), p.End)

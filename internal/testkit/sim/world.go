@@ -53,6 +53,7 @@ type world struct {
 	trace   []string
 	labels  map[string]string // lease IDs and nonces as the trace names them
 	armed   map[int]EventKind // by host: what happens at its next claim
+	atRun   map[int]Event     // by host: what happens after its next launch
 	pids    int
 	hosts   []*host
 	ending  bool // no new invocations
@@ -311,6 +312,7 @@ func (h *host) invoke() int {
 		StopSignal:     syscall.SIGTERM,
 		ConflictCode:   exit.Conflict,
 		StorageTimeout: p.StorageTimeout,
+		MaxRuntime:     p.MaxRuntime,
 		Launcher:       launcher{inv: inv},
 		Signals:        inv.sigs,
 	}
@@ -402,6 +404,13 @@ func (w *world) events() {
 			}
 			w.armed[e.Host] = e.Kind
 			w.mu.Unlock()
+		case EvFreezeAtLaunch:
+			w.mu.Lock()
+			if w.atRun == nil {
+				w.atRun = map[int]Event{}
+			}
+			w.atRun[e.Host] = e
+			w.mu.Unlock()
 		}
 	}
 }
@@ -431,6 +440,29 @@ func (w *world) atClaim(inv *invocation, req *http.Request) {
 		} else {
 			w.signal(inv.h.idx, syscall.SIGTERM)
 		}
+	}()
+}
+
+// atLaunch fires what is armed for c's host, if anything: a freeze of its
+// leaderrun, a random while into COMMAND's max runtime.
+func (w *world) atLaunch(c *child) {
+	if w.since() >= w.plan.FaultEnd {
+		return
+	}
+	w.mu.Lock()
+	e, ok := w.atRun[c.inv.h.idx]
+	delete(w.atRun, c.inv.h.idx)
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	d := time.Duration(stream(w.plan.Seed, "at-launch", c.inv.id).Int64N(int64(w.plan.MaxRuntime)))
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		time.Sleep(d)
+		w.tracef("event: %s host%d (%s's COMMAND %s in)", e.Kind, e.Host, c.inv.id, d.Round(time.Millisecond))
+		w.freezeHost(e.Host, e.Dur)
 	}()
 }
 
@@ -540,7 +572,7 @@ func (w *world) run() {
 	w.chk.final()
 }
 
-func (w *world) launched(c *child) { w.chk.launched(c) }
+func (w *world) launched(c *child) { w.chk.launched(c); w.atLaunch(c) }
 func (w *world) died(c *child)     { w.chk.died(c) }
 
 // violate records a broken invariant.
