@@ -312,7 +312,11 @@ func (h *heldRun) finish(ctx context.Context) error {
 	out := decideOutcome(hap)
 	h.mon.ended(h.l, out.code, nil)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
-		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
+		args := []any{"code", out.code, "term", h.l.Term}
+		if sig := hap.result.Signal; sig != 0 {
+			args = append(args, "signal", signalName(sig))
+		}
+		h.log.Info("command exited", args...)
 	}
 	if !out.recordEnd {
 		return out.exitErr()

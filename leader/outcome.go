@@ -6,6 +6,7 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/imds"
@@ -44,6 +45,9 @@ type outcome struct {
 	code      int   // leaderrun's exit status
 	recordEnd bool  // write lastrunend and lastexit: the lease is still held to do so
 	err       error // the one line logged before exiting; nil: COMMAND's own status needs none
+	// raise: leaderrun ends by this signal (exit.BySignal), as a wrapper
+	// passes on the signal COMMAND died of; 0: it exits with code.
+	raise syscall.Signal
 }
 
 // errKillDeadline is the reason of a loss that only the clock tells.
@@ -78,15 +82,22 @@ func decideOutcome(h happened) outcome {
 		return outcome{kind: outcomeSteppedDown, code: exit.Lost, recordEnd: true,
 			err: fmt.Errorf("stepped down as leader of %q before %s; the command was stopped and the lease released",
 				h.lease, eventText(*h.steppedDown))}
-	case h.result.Signal != 0:
+	case h.result.Signal == syscall.SIGKILL:
+		// SIGKILL is not passed on: killed after the grace, or by someone
+		// else, it is 137, a failure for systemd either way.
 		return outcome{kind: outcomeSignalled, code: code, recordEnd: true}
+	case h.result.Signal != 0:
+		return outcome{kind: outcomeSignalled, code: code, recordEnd: true, raise: h.result.Signal}
 	}
 	return outcome{kind: outcomeExited, code: code, recordEnd: true}
 }
 
 // exitErr is the error Run returns for o: nil for a run that succeeded.
 func (o outcome) exitErr() error {
-	if o.code == exit.OK && o.err == nil {
+	switch {
+	case o.raise != 0:
+		return exit.BySignal(o.raise, o.err)
+	case o.code == exit.OK && o.err == nil:
 		return nil
 	}
 	return exit.With(o.code, o.err)

@@ -63,3 +63,28 @@ func TestDecideOutcome(t *testing.T) {
 		})
 	}
 }
+
+// A signal COMMAND died of is passed on (leaderrun ends by it), except
+// SIGKILL (137); leaderrun's own statuses are never raised.
+func TestDecideOutcomeRaise(t *testing.T) {
+	lost := &lease.LostError{Reason: errors.New("gone")}
+	for _, tc := range []struct {
+		name  string
+		h     happened
+		raise syscall.Signal
+	}{
+		{"SIGTERM", happened{result: runner.Result{ExitCode: -1, Signal: syscall.SIGTERM}}, syscall.SIGTERM},
+		{"SIGINT", happened{result: runner.Result{ExitCode: -1, Signal: syscall.SIGINT}}, syscall.SIGINT},
+		{"SIGSEGV", happened{result: runner.Result{ExitCode: -1, Signal: syscall.SIGSEGV}}, syscall.SIGSEGV},
+		{"SIGKILL after the grace", happened{result: runner.Result{ExitCode: -1, Signal: syscall.SIGKILL}}, 0},
+		{"exit 143 is COMMAND's own", happened{result: runner.Result{ExitCode: 143}}, 0},
+		{"lost, COMMAND stopped by SIGTERM", happened{lost: lost, result: runner.Result{ExitCode: -1, Signal: syscall.SIGTERM}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := decideOutcome(tc.h).exitErr()
+			if got := exit.SignalOf(err); got != tc.raise {
+				t.Fatalf("raises %v, want %v", got, tc.raise)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			if waitSig == 0 {
 				return nil, ctx.Err()
 			}
-			return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
+			return nil, stoppedBy(waitSig, "during --splay; nothing ran, nothing is held")
 		}
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
@@ -111,7 +111,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
 	case waitSig != 0 && errors.Is(err, context.Canceled):
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(waitSig), name))
+		return nil, stoppedBy(waitSig, fmt.Sprintf("while waiting for lease %s; nothing ran", exit.Quote(name)))
 	case errors.As(err, &held):
 		why := "--no-wait"
 		if !o.NoWait {
@@ -131,9 +131,16 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		if rerr := l.ReleaseUnused(rctx); rerr != nil {
 			log.Warn("could not release the lease; it expires by itself", "error", rerr)
 		}
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
+		return nil, stoppedBy(waitSig, fmt.Sprintf("while acquiring lease %s; nothing ran, the lease was released", exit.Quote(name)))
 	}
 	return l, nil
+}
+
+// stoppedBy is the end of a wait that sig stopped: leaderrun ends by sig,
+// as a wrapper does, after one line at info level: a stop asked from
+// outside (systemctl stop of a follower, Ctrl-C) is no error.
+func stoppedBy(sig syscall.Signal, when string) error {
+	return exit.BySignal(sig, fmt.Errorf("stopped by %s %s", signalName(sig), when))
 }
 
 // heldText names the holder of a lease found held, as far as it is known.
