@@ -88,7 +88,7 @@ func runPause(ctx context.Context, a *app, o *pauseOptions) error {
 	if date.IsZero() {
 		return exit.With(exit.Unavailable, errors.New("the storage service sent no Date header: a pause is never dated by this host's clock"))
 	}
-	p := lease.Pause{Reason: o.reason, Since: date}
+	p := lease.Pause{Reason: o.reason, Since: date, Drain: o.drain}
 	if o.dur > 0 {
 		p.Until = date.Add(o.dur)
 	}

@@ -184,6 +184,7 @@ const (
 	mdPauseReason = "reason" // printable ASCII, at most maxPauseReasonLen characters; absent if none given
 	mdPauseSince  = "since"  // RFC 3339, service time: when the pause began
 	mdPauseUntil  = "until"  // RFC 3339, service time; absent: until resume
+	mdPauseDrain  = "drain"  // "true": the pause came with --drain, which broke the holder's lease too
 )
 
 const maxPauseReasonLen = 256
@@ -193,13 +194,18 @@ type Pause struct {
 	Reason string    // "" if none was given
 	Since  time.Time // zero if not recorded
 	Until  time.Time // zero: open-ended, until `leaderrun resume`
+	// Drain: the pause came with --drain, which broke the holder's lease
+	// right after writing it; a holder that loses its lease to a break
+	// reads it to say it was drained.
+	Drain bool
 }
 
 // pauseOf reads a pause marker's metadata (keys lowercase). The marker's
 // existence is the pause, so a malformed value reads as absent: a malformed
 // until errs on the side the operator asked for, open-ended.
 func pauseOf(md map[string]string) *Pause {
-	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC()}
+	return &Pause{Reason: md[mdPauseReason], Since: parseTime(md[mdPauseSince]).UTC(), Until: parseTime(md[mdPauseUntil]).UTC(),
+		Drain: md[mdPauseDrain] == "true"}
 }
 
 // Active reports whether the pause holds at now (the service's Date): a nil
@@ -227,6 +233,9 @@ func (p Pause) Metadata() (map[string]string, error) {
 	}
 	if !p.Until.IsZero() {
 		md[mdPauseUntil] = formatTime(p.Until)
+	}
+	if p.Drain {
+		md[mdPauseDrain] = "true"
 	}
 	return md, nil
 }
