@@ -87,10 +87,10 @@ func (h *heldRun) start(ctx context.Context) error {
 	// have been stopped or starved since the acquire handed it over.
 	select {
 	case <-l.Lost():
-		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%v)", l.Name, l.LostErr().Reason))
+		return h.unused(exit.Lost, fmt.Errorf("leadership of %s was lost before the command started: %s", exit.Quote(l.Name), lossText(l.LostErr(), nil)))
 	default:
 		if !time.Now().Before(l.StopAt()) {
-			return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (no renewal succeeded before the stop deadline)", l.Name))
+			return h.unused(exit.Lost, fmt.Errorf("leadership of %s was lost before the command started (no renewal succeeded before the stop deadline)", exit.Quote(l.Name)))
 		}
 	}
 	p, err := h.hs.start(h.env, l.KillBy())
@@ -205,6 +205,10 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 		}
 		select {
 		case s := <-h.sigs:
+			if s == watchdogSignal {
+				h.watchdogFired()
+				continue
+			}
 			h.log.Info("forwarding signal to the command", "signal", s)
 			if terminating(s) {
 				h.sd.status("stopping: received " + s.String())
@@ -233,21 +237,38 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event) {
 }
 
 // stopLost stops COMMAND because leadership was lost: the stop signal now,
-// SIGKILL at the lost lease's kill deadline.
+// SIGKILL at the lost lease's kill deadline. Its line is at info level: the
+// one line that names the cause comes with the exit (outcome.go).
 func (h *heldRun) stopLost() {
 	h.stopHealth()
 	h.lost = h.l.LostErr()
 	grace := time.Until(h.lost.KillBy)
 	if grace > 0 {
-		h.log.Error("leadership lost; stopping the command", "reason", h.lost.Reason,
+		h.log.Info("leadership lost; stopping the command", "reason", h.lost.Reason,
 			"signal", signalName(h.o.StopSignal), "sigkill_in", grace.Round(time.Millisecond))
 	} else {
 		// Woken past the kill deadline (a frozen process): no grace is left.
-		h.log.Error("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
+		h.log.Info("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
 			"signal", "SIGKILL", "late_by", (-grace).Round(time.Millisecond))
 	}
-	h.sd.status(fmt.Sprintf("stopping: leadership lost (%v)", h.lost.Reason))
+	h.sd.status("stopping: leadership lost: " + lossText(h.lost, nil))
 	h.proc.Stop(grace)
+}
+
+// watchdogFired kills COMMAND's group at once, because systemd's watchdog
+// fired: leaderrun stopped pinging it, so it was wedged or stopped, and
+// whatever COMMAND was asked before is overtaken. Its one line, at error
+// level, is logged now; leaderrun then ends by the watchdog's signal.
+func (h *heldRun) watchdogFired() {
+	if h.watchdog {
+		return
+	}
+	h.watchdog = true
+	h.stopHealth()
+	h.log.Error("the systemd watchdog fired (SIGABRT): killing the command's process group now; leaderrun ends by SIGABRT",
+		"lease", exit.Cut(h.l.Name), "term", h.l.Term)
+	h.sd.status("stopping: the systemd watchdog fired")
+	h.proc.Stop(0)
 }
 
 // stopUnhealthy stops COMMAND because its health check failed, unless
@@ -260,7 +281,7 @@ func (h *heldRun) stopUnhealthy(err error) {
 		h.unhealthy = &runner.UnhealthyError{Last: err.Error()}
 	}
 	u := h.unhealthy
-	h.log.Error("the health check failed; stopping the command and giving up the lease",
+	h.log.Info("the health check failed; stopping the command and giving up the lease",
 		"failures", u.Failures, "last", u.Last, "output", u.Output,
 		"signal", signalName(h.o.StopSignal), "sigkill_in", h.l.StopBudget)
 	h.sd.status("stopping: health check failed")
@@ -296,6 +317,19 @@ func (h *heldRun) stepDown(ev imds.Event) {
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
+	// The watchdog's signal may have come with COMMAND's end (a leaderrun
+	// stopped, then continued by systemd along with the signal): it counts.
+	for !h.watchdog {
+		select {
+		case s := <-h.sigs:
+			if s == watchdogSignal {
+				h.watchdogFired()
+			}
+			continue
+		default:
+		}
+		break
+	}
 	hap := h.happened
 	hap.lease, hap.result = h.l.Name, h.proc.Result()
 	if hap.lost == nil {
@@ -308,6 +342,9 @@ func (h *heldRun) finish(ctx context.Context) error {
 			// killed COMMAND at the deadline before its keeper had a turn.
 			hap.pastKillDeadline = !time.Now().Before(h.l.KillBy())
 		}
+	}
+	if hap.lost != nil && hap.lost.Cause == lease.LostBroken {
+		hap.drained = h.drainPause(ctx)
 	}
 	out := decideOutcome(hap)
 	h.mon.ended(h.l, out.code, nil)
@@ -333,6 +370,27 @@ func (h *heldRun) finish(ctx context.Context) error {
 		}
 	}
 	return out.exitErr()
+}
+
+// drainReadTimeout bounds the one read of the pause marker after a break.
+const drainReadTimeout = 2 * time.Second
+
+// drainPause tells a drain from a plain break, once COMMAND has exited: one
+// read of the pause marker, which `leaderrun pause --drain` writes (saying
+// drain) right before it breaks the lease. The pause, if in force and
+// saying drain; nil if not, or if it cannot be read (then the line says
+// "broken by an operator", which is true of a drain too).
+func (h *heldRun) drainPause(ctx context.Context) *lease.Pause {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainReadTimeout)
+	defer cancel()
+	p, date, err := h.o.Client.ReadPause(rctx)
+	if err != nil || p == nil || !p.Drain || !p.Active(date) {
+		if err != nil {
+			h.log.Debug("could not read the pause marker to tell a drain from a break", "error", err)
+		}
+		return nil
+	}
+	return p
 }
 
 // ExportedVar names, in COMMAND's environment, the variables that leaderrun

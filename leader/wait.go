@@ -36,7 +36,10 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		for {
 			select {
 			case s := <-inv.sigs:
-				if terminating(s) {
+				if s == watchdogSignal {
+					log.Error("the systemd watchdog fired (SIGABRT): ending the wait; nothing ran", "lease", exit.Cut(name))
+				}
+				if terminating(s) || s == watchdogSignal {
 					waitSig = s.(syscall.Signal)
 					cancelWait()
 					return
@@ -139,7 +142,11 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 // stoppedBy is the end of a wait that sig stopped: leaderrun ends by sig,
 // as a wrapper does, after one line at info level: a stop asked from
 // outside (systemctl stop of a follower, Ctrl-C) is no error.
+// The watchdog's signal was logged as it came, at error level.
 func stoppedBy(sig syscall.Signal, when string) error {
+	if sig == watchdogSignal {
+		return exit.BySignal(sig, nil)
+	}
 	return exit.BySignal(sig, fmt.Errorf("stopped by %s %s", signalName(sig), when))
 }
 
