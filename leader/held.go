@@ -45,7 +45,11 @@ func (h *heldRun) run(ctx context.Context) error {
 	defer h.release() // before stopKeep: the keeper renews until the release
 	h.sd.leading(2 * h.elector.Config().RenewInterval)
 	h.sd.status(fmt.Sprintf("leader: term %d since %s", h.l.Term, h.l.AcquiredAt.UTC().Format(time.RFC3339)))
-	h.log.Info("acquired lease", "lease", h.l.Name, "term", h.l.Term, "identity", h.l.Identity)
+	acquired := []any{"lease", exit.Cut(h.l.Name)}
+	if h.elector.Config().Slots > 1 {
+		acquired = append(acquired, "slot", h.l.Slot)
+	}
+	h.log.Info("acquired lease", append(acquired, "term", h.l.Term, "identity", exit.Cut(h.l.Identity))...)
 
 	if err := h.start(ctx); err != nil {
 		return err

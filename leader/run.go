@@ -114,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 		return StorageExit(err)
 	}
 	if err := o.Launcher.Lookup(o.Argv[0]); err != nil {
-		return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.Client.Name()))
+		return exit.With(execCode(err), fmt.Errorf("%w; lease %s not acquired, nothing recorded", err, exit.Quote(o.Client.Name())))
 	}
 	mon := newRunMonitor(log, &o)
 	sd := newNotifier(log)

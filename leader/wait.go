@@ -53,7 +53,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	// waiting reports a wait (held, or held back) until the next try.
 	waiting := func(status, key, value string) {
 		hs.discard()
-		log.Info("waiting for the lease", "lease", name, key, value)
+		log.Info("waiting for the lease", "lease", exit.Cut(name), key, exit.Cut(value))
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
@@ -121,9 +121,9 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
 		}
 		if held.Reason != "" { // kept off by a pause or a scheduled event
-			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
+			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s not acquired: %s (%s)", exit.Quote(name), held.Reason, why))
 		}
-		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
+		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s is held by %s; not acquired (%s)", exit.Quote(name), exit.Cut(heldText(held, o.Lease.Identity)), why))
 	case err != nil:
 		return nil, StorageExit(err)
 	case waitSig != 0:
@@ -274,7 +274,9 @@ func (o *Options) leaseSchedule() lease.Schedule {
 
 // logSkip says why an invocation ran nothing: a missed occurrence is the
 // one WARNING; a scheduled invocation that finds nothing due says so at
-// debug level; the other skips at info.
+// debug level, except the one that created the lease blob (its first
+// use), which says at info when the first occurrence it will run is; the
+// other skips at info.
 func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
 	switch skip.Reason {
 	case lease.SkipMissed:
@@ -283,6 +285,17 @@ func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
 	case lease.SkipStarted:
 		log.Debug("skipped: the occurrence due was already started", "occurrence", rfc3339(skip.Occurrence))
 	case lease.SkipNotDue:
+		if o.Client != nil && o.Client.CreatedHere() {
+			// The occurrences due before the lease existed are not run, as
+			// a new CronJob does not run them: a first run that does
+			// nothing says why, once.
+			args := []any{"lease", exit.Cut(o.Client.Name()), "schedule", o.Schedule.String()}
+			if first := o.Schedule.Next(skip.Occurrence); !skip.Occurrence.IsZero() && !first.IsZero() {
+				args = append(args, "first_run_at", rfc3339(first))
+			}
+			log.Info("nothing is due yet: the lease was just created, and a schedule runs only what falls due after that", args...)
+			return
+		}
 		log.Debug("skipped: no occurrence of the schedule is due", "latest", rfc3339(skip.Occurrence))
 	case lease.SkipOnce:
 		args := []any{"succeeded_on", skip.Holder}

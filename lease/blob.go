@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,13 @@ type Blob struct {
 	// marker is the lease's pause marker (names.go), shared by its slots;
 	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
+
+	createdHere atomic.Bool // ensureBlob created the blob (CreatedHere)
 }
+
+// CreatedHere reports whether this client created the blob: an Acquire
+// found it missing and made it, so this is the lease's first use.
+func (b *Blob) CreatedHere() bool { return b.createdHere.Load() }
 
 // URL is the blob's URL, without any query string, SAS or credential.
 func (b *Blob) URL() string { return b.url }
@@ -173,6 +180,7 @@ func (b *Blob) ensureBlob(ctx context.Context, containerMissing bool) error {
 	}
 	_, err := b.api.createBlob(ctx)
 	if err == nil {
+		b.createdHere.Store(true)
 		b.c.log.Info("created lease blob", "url", b.url)
 		return nil
 	}

@@ -61,9 +61,13 @@ func TestAcquireCreatesContainerAndBlob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newFakeStore(t)
 		s.containerExists, s.blobExists = false, false
-		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		e := newTestElector(t, s, "vm-1")
+		l, err := e.Acquire(context.Background(), WaitOptions{NoWait: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !e.b.CreatedHere() {
+			t.Error("CreatedHere is false after creating the blob")
 		}
 		for op, want := range map[string]int{opAcquire: 2, opContainer: 1, opUpload: 1, opSetMeta: 1} {
 			if n := s.count(op); n != want {
@@ -99,12 +103,16 @@ func TestAcquireNeverOverwritesAnExistingBlob(t *testing.T) {
 			}
 			return err
 		})
-		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		e := newTestElector(t, s, "vm-1")
+		l, err := e.Acquire(context.Background(), WaitOptions{NoWait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.content != "precious" || s.count(opUpload) != 1 || s.count(opContainer) != 0 {
 			t.Errorf("content %q, uploads %d, container creates %d", s.content, s.count(opUpload), s.count(opContainer))
+		}
+		if e.b.CreatedHere() {
+			t.Error("CreatedHere is true for a blob someone else created")
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)
