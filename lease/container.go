@@ -375,7 +375,10 @@ func (c *Container) sdkCredential() error {
 // newTransport bounds dialing, the TLS handshake and the wait for response
 // headers, and speaks HTTP/1.1 only, so that a request cut by its deadline
 // takes its connection with it (a stuck HTTP/2 connection would hang every
-// later renewal until the lease is lost).
+// later renewal until the lease is lost). It follows no redirect: a signed
+// request sent again to the address a 3xx names would carry its
+// Authorization (a Shared Key signature, a bearer token) there, over plain
+// http too; the 3xx is the answer, an error.
 func newTransport() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -387,5 +390,7 @@ func newTransport() *http.Client {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	tr.Protocols = &protocols
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 }
