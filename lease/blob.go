@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // Blob is one blob of a container (a lease, one of its slots, or a marker)
@@ -125,8 +127,8 @@ func DirectoryError(name string) *ConfigError { return directoryError(name) }
 // directoryError refuses a lease name that a blob named NAME/… made a
 // directory of a hierarchical-namespace account.
 func directoryError(name string) *ConfigError {
-	return configErr("lease name", "%q is a directory on this account (hierarchical namespace: a blob named %q makes it one): "+
-		"choose a lease name that no other blob's name begins with followed by '/'", name, name+"/…")
+	return configErr("lease name", "%s is a directory on this account (hierarchical namespace: a blob named %s makes it one): "+
+		"choose a lease name that no other blob's name begins with followed by '/'", exit.Quote(name), exit.Quote(name+"/…"))
 }
 
 // BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees

@@ -23,6 +23,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // Request bounds. Every request carries a context deadline; these are the
@@ -86,7 +88,7 @@ type Container struct {
 // configuration that cannot work is a *ConfigError.
 func NewContainer(cfg ClientConfig) (*Container, error) {
 	if cfg.Blob != "" {
-		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
+		return nil, configErr("lease name", "%s: a container client has none", exit.Quote(cfg.Blob))
 	}
 	if err := validateContainer(cfg.Container); err != nil {
 		return nil, err
@@ -133,7 +135,7 @@ func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 		return nil, err
 	}
 	if strings.Contains(name, MarkerSep) {
-		return nil, configErr("lease name", "%q: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", name, MarkerSep)
+		return nil, configErr("lease name", "%s: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", exit.Quote(name), MarkerSep)
 	}
 	cfg.Blob = ""
 	c, err := NewContainer(cfg)
