@@ -53,7 +53,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	// waiting reports a wait (held, or held back) until the next try.
 	waiting := func(status, key, value string) {
 		hs.discard()
-		log.Info("waiting for the lease", "lease", exit.Cut(name), key, exit.Cut(value))
+		log.Info("waiting for the lease", "lease", exit.Cut(name), key, value)
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
@@ -123,7 +123,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		if held.Reason != "" { // kept off by a pause or a scheduled event
 			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s not acquired: %s (%s)", exit.Quote(name), held.Reason, why))
 		}
-		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s is held by %s; not acquired (%s)", exit.Quote(name), exit.Cut(heldText(held, o.Lease.Identity)), why))
+		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s is held by %s; not acquired (%s)", exit.Quote(name), heldText(held, o.Lease.Identity), why))
 	case err != nil:
 		return nil, StorageExit(err)
 	case waitSig != 0:
@@ -155,15 +155,15 @@ func stoppedBy(sig syscall.Signal, when string) error {
 // trip after its acquire): then, or when it names this very identity, which
 // does not hold the lease, the holder is not known yet.
 func heldText(held *lease.HeldError, self string) string {
-	holder := held.Holder
+	holder := exit.Cut(held.Holder)
 	switch {
 	case held.Stale:
 		if holder == "" {
 			holder = "no holder"
 		}
 		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", holder)
-	case holder != "" && holder == self:
-		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
+	case held.Holder != "" && held.Holder == self:
+		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", holder)
 	case holder == "":
 		holder = "another holder"
 	}
