@@ -203,3 +203,30 @@ func TestWatchdogKillsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A watchdog signal that came with COMMAND's end, which the loop did not
+// look at, still counts; the other signals pending then are dropped.
+func TestPendingWatchdogCounts(t *testing.T) {
+	f := newStopLauncher()
+	p := &stopProcess{f: f, done: make(chan struct{})}
+	sigs := make(chan os.Signal, 4)
+	sigs <- syscall.SIGUSR1
+	sigs <- watchdogSignal
+	sigs <- syscall.SIGTERM
+	log := hclog.NewNullLogger()
+	h := &heldRun{invocation: &invocation{log: log, sd: newNotifier(log), sigs: sigs}, l: &lease.Lease{Name: "job"},
+		proc: p, stopHealth: func() {}}
+	h.pendingWatchdog()
+	if !h.watchdog {
+		t.Fatal("the pending watchdog signal was not taken")
+	}
+	if g := f.graces(); len(g) != 1 || g[0] > 0 {
+		t.Errorf("stops %v, want SIGKILL at once", g)
+	}
+	h = &heldRun{invocation: &invocation{log: log, sd: newNotifier(log), sigs: sigs}, l: &lease.Lease{Name: "job"},
+		proc: p, stopHealth: func() {}}
+	h.pendingWatchdog() // only SIGTERM is left, and then nothing: no wait
+	if h.watchdog || len(sigs) != 0 {
+		t.Errorf("watchdog %v, %d signals left", h.watchdog, len(sigs))
+	}
+}

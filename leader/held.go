@@ -275,6 +275,26 @@ func (h *heldRun) watchdogFired() {
 	h.proc.Stop(0)
 }
 
+// pendingWatchdog takes the signals that came with COMMAND's end, which
+// the loop did not look at: the watchdog's still counts (a leaderrun
+// stopped, then continued by systemd along with the signal). The others
+// are too late to act on.
+func (h *heldRun) pendingWatchdog() {
+	for !h.watchdog {
+		select {
+		case s, ok := <-h.sigs:
+			if !ok {
+				return
+			}
+			if s == watchdogSignal {
+				h.watchdogFired()
+			}
+		default:
+			return
+		}
+	}
+}
+
 // stopUnhealthy stops COMMAND because its health check failed, unless
 // leadership was lost first (COMMAND is already being stopped for that).
 func (h *heldRun) stopUnhealthy(err error) {
@@ -321,19 +341,7 @@ func (h *heldRun) stepDown(ev imds.Event) {
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
-	// The watchdog's signal may have come with COMMAND's end (a leaderrun
-	// stopped, then continued by systemd along with the signal): it counts.
-	for !h.watchdog {
-		select {
-		case s := <-h.sigs:
-			if s == watchdogSignal {
-				h.watchdogFired()
-			}
-			continue
-		default:
-		}
-		break
-	}
+	h.pendingWatchdog()
 	hap := h.happened
 	hap.lease, hap.result = h.l.Name, h.proc.Result()
 	if hap.lost == nil {
