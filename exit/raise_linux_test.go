@@ -101,3 +101,21 @@ func TestRaise(t *testing.T) {
 		})
 	}
 }
+
+// PID 1 of a PID namespace (a container's init) cannot die of a signal it
+// sends itself: Raise returns, and the status is 128+N, as a shell would
+// have seen it.
+func TestRaiseAsPID1(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), raiseEnv+"="+strconv.Itoa(int(syscall.SIGTERM)), raiseEnv+"_NOTIFY=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Skipf("cannot start a process in a PID namespace of its own here: %v", err)
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() || ws.ExitStatus() != SignalBase+int(syscall.SIGTERM) {
+		t.Fatalf("wait status %v, want exit status %d", cmd.ProcessState, SignalBase+int(syscall.SIGTERM))
+	}
+}
