@@ -224,6 +224,9 @@ func TestReportLevel(t *testing.T) {
 		{"conflict -E 0", exit.With(0, errors.New("held")), false, "[INFO]  leaderrun: held"},
 		{"conflict -E 0, -q", exit.With(0, errors.New("held")), true, ""},
 		{"command's own status", exit.With(3, nil), false, ""},
+		{"stopped while waiting", exit.BySignal(syscall.SIGTERM, errors.New("stopped by SIGTERM while waiting")), false, "[INFO]  leaderrun: stopped by SIGTERM"},
+		{"stopped while waiting, -q", exit.BySignal(syscall.SIGTERM, errors.New("stopped by SIGTERM while waiting")), true, ""},
+		{"COMMAND died of a signal", exit.BySignal(syscall.SIGTERM, nil), false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -22,16 +23,32 @@ import (
 	"github.com/leaderrun/leaderrun/runner"
 )
 
-// Execute runs leaderrun with os.Args and returns the exit status.
+// Execute runs leaderrun with os.Args and returns the exit status. When a
+// signal ended COMMAND or the wait, leaderrun ends by that signal instead,
+// as a wrapper does (exit.Raise), once the lease is released, the end
+// recorded and the line logged; the status is returned only where the
+// signal does not end the process.
 func Execute() int {
 	if code, ok := runner.RunGuard(os.Args); ok {
 		return code
 	}
-	return execute(os.Args[1:], os.Stdout, os.Stderr)
+	code, sig := executeSignal(os.Args[1:], os.Stdout, os.Stderr)
+	if sig != 0 {
+		exit.Raise(sig)
+	}
+	return code
 }
 
-// execute is Execute with its arguments and outputs given, for tests.
+// execute is Execute with its arguments and outputs given, for tests; it
+// never raises a signal.
 func execute(args []string, stdout, stderr io.Writer) int {
+	code, _ := executeSignal(args, stdout, stderr)
+	return code
+}
+
+// executeSignal runs the command line and returns the exit status, and the
+// signal to end by (0: none).
+func executeSignal(args []string, stdout, stderr io.Writer) (int, syscall.Signal) {
 	app := &app{stdout: stdout, stderr: stderr, argv: args, log: newLogger(stderr, logOptions{level: "info"})}
 	root := newRootCmd(app)
 	root.SetArgs(args)
@@ -41,7 +58,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		app.report(err)
 	}
-	return exitCode(err)
+	return exitCode(err), exit.SignalOf(err)
 }
 
 // app is what every command shares: the outputs, and the logger that the
@@ -55,7 +72,9 @@ type app struct {
 
 // report writes the one plain line that precedes a non-zero exit of
 // leaderrun's own, at error level; with exit status 0 (-E 0: not acquiring
-// is expected) at info, so that -q prints nothing, as flock -n does.
+// is expected) at info, so that -q prints nothing, as flock -n does; and at
+// info too when leaderrun ends by a signal that stopped its wait: a stop
+// asked from outside is no error.
 func (a *app) report(err error) {
 	var pe *pluginExit
 	if errors.As(err, &pe) {
@@ -68,7 +87,7 @@ func (a *app) report(err error) {
 		// usage errors, ours or cobra's (unknown command, bad flag value)
 		a.log.Error(err.Error() + " (see 'leaderrun --help')")
 	case ee.Err == nil:
-	case ee.Code == exit.OK:
+	case ee.Code == exit.OK, ee.Signal != 0:
 		a.log.Info(ee.Err.Error())
 	default:
 		a.log.Error(ee.Err.Error())

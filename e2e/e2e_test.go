@@ -110,6 +110,8 @@ func TestScripts(t *testing.T) {
 			"fakeimds":     fakeimds.ScriptCmd,
 			"slotruns":     cmdSlotRuns, // e2e_slots_test.go
 			"stderrclosed": cmdStderrClosed,
+			"exitstatus":   cmdExitStatus, // status_test.go
+			"countlines":   cmdCountLines,
 		},
 	})
 }

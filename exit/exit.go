@@ -1,13 +1,16 @@
 // Package exit holds leaderrun's exit statuses and the error that carries
 // one, with the one line that says why, from where it is decided to where
 // the process exits (cmd.Execute). The README's "Exit status" table lists
-// them; COMMAND's own status and 128+N pass through unchanged.
+// them; COMMAND's own status passes through unchanged, and a signal that
+// ended COMMAND or the wait is passed on as a wrapper passes it: leaderrun
+// ends by the same signal (Raise).
 package exit
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
+	"syscall"
 )
 
 // leaderrun's own statuses (sysexits.h where one fits).
@@ -31,6 +34,11 @@ const (
 type Error struct {
 	Code int
 	Err  error
+	// Signal, when not 0, is the signal leaderrun ends by once the line is
+	// logged (Raise): COMMAND died of it, or it ended the wait. Code is
+	// then 128+Signal, the status a shell sees either way, and the one
+	// leaderrun exits with where the signal does not end it.
+	Signal syscall.Signal
 }
 
 func (e *Error) Error() string {
@@ -45,6 +53,24 @@ func (e *Error) Unwrap() error { return e.Err }
 // With returns an error that makes leaderrun exit with code; err, when not
 // nil, is the plain line logged before exiting.
 func With(code int, err error) error { return &Error{Code: code, Err: err} }
+
+// BySignal returns an error that makes leaderrun end by sig, as a wrapper
+// passes on a signal (timeout(1), a shell): its exit status is 128+sig for
+// a shell, and systemd counts a SIGTERM, SIGINT, SIGHUP or SIGPIPE as a
+// clean stop. err, when not nil, is the plain line logged before.
+func BySignal(sig syscall.Signal, err error) error {
+	return &Error{Code: SignalBase + int(sig), Err: err, Signal: sig}
+}
+
+// SignalOf is the signal an *Error in err's chain says leaderrun ends by;
+// 0 when there is none.
+func SignalOf(err error) syscall.Signal {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Signal
+	}
+	return 0
+}
 
 // Usagef is a mistake on the command line or in the environment: exit 64.
 func Usagef(format string, a ...any) error {

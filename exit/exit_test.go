@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -20,6 +21,7 @@ func TestCode(t *testing.T) {
 		{"wrapped", fmt.Errorf("context: %w", With(Lost, errors.New("lost"))), Lost, true, "context: lost"},
 		{"COMMAND's own, no line", With(3, nil), 3, true, "exit status 3"},
 		{"usage", Usagef("invalid --slots %d", 0), Usage, true, "invalid --slots 0"},
+		{"by a signal", BySignal(syscall.SIGTERM, errors.New("stopped")), 143, true, "stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, ok := Code(tc.err)
@@ -27,6 +29,24 @@ func TestCode(t *testing.T) {
 				t.Errorf("Code = %d, %v; Error %q; want %d, %v, %q", code, ok, tc.err, tc.code, tc.ok, tc.reason)
 			}
 		})
+	}
+}
+
+func TestSignalOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		sig  syscall.Signal
+	}{
+		{"none", errors.New("plain"), 0},
+		{"a status", With(Lost, errors.New("lost")), 0},
+		{"128+N alone does not raise", With(SignalBase+int(syscall.SIGKILL), nil), 0},
+		{"by a signal", BySignal(syscall.SIGINT, nil), syscall.SIGINT},
+		{"wrapped", fmt.Errorf("context: %w", BySignal(syscall.SIGABRT, nil)), syscall.SIGABRT},
+	} {
+		if got := SignalOf(tc.err); got != tc.sig {
+			t.Errorf("%s: SignalOf = %v, want %v", tc.name, got, tc.sig)
+		}
 	}
 }
 

@@ -49,7 +49,11 @@ func (h *heldRun) run(ctx context.Context) error {
 	defer h.release() // before stopKeep: the keeper renews until the release
 	h.sd.leading(2 * h.elector.Config().RenewInterval)
 	h.sd.status(fmt.Sprintf("leader: term %d since %s", h.l.Term, h.l.AcquiredAt.UTC().Format(time.RFC3339)))
-	h.log.Info("acquired lease", "lease", h.l.Name, "term", h.l.Term, "identity", h.l.Identity)
+	acquired := []any{"lease", exit.Cut(h.l.Name)}
+	if h.elector.Config().Slots > 1 {
+		acquired = append(acquired, "slot", h.l.Slot)
+	}
+	h.log.Info("acquired lease", append(acquired, "term", h.l.Term, "identity", exit.Cut(h.l.Identity))...)
 
 	if err := h.start(ctx); err != nil {
 		return err
@@ -97,16 +101,16 @@ func (h *heldRun) start(ctx context.Context) error {
 	// have been stopped or starved since the acquire handed it over.
 	select {
 	case <-l.Lost():
-		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%v)", l.Name, l.LostErr().Reason))
+		return h.unused(exit.Lost, fmt.Errorf("leadership of %s was lost before the command started: %s", exit.Quote(l.Name), lossText(l.LostErr(), nil)))
 	default:
 		if !time.Now().Before(l.StopAt()) {
-			return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (no renewal succeeded before the stop deadline)", l.Name))
+			return h.unused(exit.Lost, fmt.Errorf("leadership of %s was lost before the command started (no renewal succeeded before the stop deadline)", exit.Quote(l.Name)))
 		}
 	}
 	h.startedAt = time.Now()
 	p, err := h.hs.start(h.env, runDeadlines{h})
 	if errors.Is(err, errPastStopDeadline) {
-		return h.unused(exit.Lost, fmt.Errorf("leadership of %q was lost before the command started (%w)", l.Name, err))
+		return h.unused(exit.Lost, fmt.Errorf("leadership of %s was lost before the command started (%w)", exit.Quote(l.Name), err))
 	}
 	if err != nil {
 		// Looked up before acquiring: the command changed since, or its
@@ -247,6 +251,10 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event, overtime <
 		}
 		select {
 		case s := <-h.sigs:
+			if s == watchdogSignal {
+				h.watchdogFired()
+				continue
+			}
 			h.log.Info("forwarding signal to the command", "signal", s)
 			if terminating(s) {
 				h.sd.status("stopping: received " + s.String())
@@ -278,20 +286,21 @@ func (h *heldRun) loop(health <-chan error, events <-chan imds.Event, overtime <
 }
 
 // stopLost stops COMMAND because leadership was lost: the stop signal now,
-// SIGKILL at the lost lease's kill deadline.
+// SIGKILL at the lost lease's kill deadline. Its line is at info level: the
+// one line that names the cause comes with the exit (outcome.go).
 func (h *heldRun) stopLost() {
 	h.stopHealth()
 	h.lost = h.l.LostErr()
 	grace := time.Until(h.lost.KillBy)
 	if grace > 0 {
-		h.log.Error("leadership lost; stopping the command", "reason", h.lost.Reason,
+		h.log.Info("leadership lost; stopping the command", "reason", h.lost.Reason,
 			"signal", signalName(h.o.StopSignal), "sigkill_in", grace.Round(time.Millisecond))
 	} else {
 		// Woken past the kill deadline (a frozen process): no grace is left.
-		h.log.Error("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
+		h.log.Info("leadership lost past the kill deadline; killing the command now", "reason", h.lost.Reason,
 			"signal", "SIGKILL", "late_by", (-grace).Round(time.Millisecond))
 	}
-	h.sd.status(fmt.Sprintf("stopping: leadership lost (%v)", h.lost.Reason))
+	h.sd.status("stopping: leadership lost: " + lossText(h.lost, nil))
 	h.proc.Stop(grace)
 }
 
@@ -312,6 +321,42 @@ func (h *heldRun) stopOvertime() {
 	h.proc.Stop(h.o.Lease.KillGrace)
 }
 
+// watchdogFired kills COMMAND's group at once, because systemd's watchdog
+// fired: leaderrun stopped pinging it, so it was wedged or stopped, and
+// whatever COMMAND was asked before is overtaken. Its one line, at error
+// level, is logged now; leaderrun then ends by the watchdog's signal.
+func (h *heldRun) watchdogFired() {
+	if h.watchdog {
+		return
+	}
+	h.watchdog = true
+	h.stopHealth()
+	h.log.Error("the systemd watchdog fired (SIGABRT): killing the command's process group now; leaderrun ends by SIGABRT",
+		"lease", exit.Cut(h.l.Name), "term", h.l.Term)
+	h.sd.status("stopping: the systemd watchdog fired")
+	h.proc.Stop(0)
+}
+
+// pendingWatchdog takes the signals that came with COMMAND's end, which
+// the loop did not look at: the watchdog's still counts (a leaderrun
+// stopped, then continued by systemd along with the signal). The others
+// are too late to act on.
+func (h *heldRun) pendingWatchdog() {
+	for !h.watchdog {
+		select {
+		case s, ok := <-h.sigs:
+			if !ok {
+				return
+			}
+			if s == watchdogSignal {
+				h.watchdogFired()
+			}
+		default:
+			return
+		}
+	}
+}
+
 // stopUnhealthy stops COMMAND because its health check failed, unless
 // leadership was lost first, or COMMAND is already being stopped for
 // another reason.
@@ -323,7 +368,7 @@ func (h *heldRun) stopUnhealthy(err error) {
 		h.unhealthy = &runner.UnhealthyError{Last: err.Error()}
 	}
 	u := h.unhealthy
-	h.log.Error("the health check failed; stopping the command and giving up the lease",
+	h.log.Info("the health check failed; stopping the command and giving up the lease",
 		"failures", u.Failures, "last", u.Last, "output", u.Output,
 		"signal", signalName(h.o.StopSignal), "sigkill_in", h.l.StopBudget)
 	h.sd.status("stopping: health check failed")
@@ -359,6 +404,7 @@ func (h *heldRun) stepDown(ev imds.Event) {
 // finish decides the outcome once COMMAND has exited, and records the
 // run's end when the lease is still held to write it.
 func (h *heldRun) finish(ctx context.Context) error {
+	h.pendingWatchdog()
 	hap := h.happened
 	hap.lease, hap.result = h.l.Name, h.proc.Result()
 	if hap.lost == nil {
@@ -377,6 +423,9 @@ func (h *heldRun) finish(ctx context.Context) error {
 		// COMMAND past its max runtime while leaderrun could not act.
 		hap.timedOut = h.o.MaxRuntime
 	}
+	if hap.lost != nil && hap.lost.Cause == lease.LostBroken {
+		hap.drained = h.drainPause(ctx)
+	}
 	out := decideOutcome(hap)
 	code := hap.result.Code() // the run's end record: COMMAND's status
 	switch {
@@ -392,7 +441,11 @@ func (h *heldRun) finish(ctx context.Context) error {
 	defer func() { <-uploaded }()
 	h.mon.ended(h.l, out.code, kept)
 	if out.kind == outcomeExited || out.kind == outcomeSignalled {
-		h.log.Info("command exited", "code", out.code, "term", h.l.Term)
+		args := []any{"code", out.code, "term", h.l.Term}
+		if sig := hap.result.Signal; sig != 0 {
+			args = append(args, "signal", signalName(sig))
+		}
+		h.log.Info("command exited", args...)
 	}
 	if !out.recordEnd {
 		return out.exitErr()
@@ -467,6 +520,27 @@ func (h *heldRun) pruneOutputs() <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// drainReadTimeout bounds the one read of the pause marker after a break.
+const drainReadTimeout = 2 * time.Second
+
+// drainPause tells a drain from a plain break, once COMMAND has exited: one
+// read of the pause marker, which `leaderrun pause --drain` writes (saying
+// drain) right before it breaks the lease. The pause, if in force and
+// saying drain; nil if not, or if it cannot be read (then the line says
+// "broken by an operator", which is true of a drain too).
+func (h *heldRun) drainPause(ctx context.Context) *lease.Pause {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainReadTimeout)
+	defer cancel()
+	p, date, err := h.o.Client.ReadPause(rctx)
+	if err != nil || p == nil || !p.Drain || !p.Active(date) {
+		if err != nil {
+			h.log.Debug("could not read the pause marker to tell a drain from a break", "error", err)
+		}
+		return nil
+	}
+	return p
 }
 
 // ExportedVar names, in COMMAND's environment, the variables that leaderrun

@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 		return StorageExit(err)
 	}
 	if err := o.Launcher.Lookup(o.Argv[0]); err != nil {
-		return exit.With(execCode(err), fmt.Errorf("%w; lease %q not acquired, nothing recorded", err, o.Client.Name()))
+		return exit.With(execCode(err), fmt.Errorf("%w; lease %s not acquired, nothing recorded", err, exit.Quote(o.Client.Name())))
 	}
 	mon := newRunMonitor(log, &o)
 	sd := newNotifier(log)
@@ -216,15 +216,26 @@ var (
 	outsideSignals     = append(terminatingSignals, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 )
 
+// watchdogSignal is what systemd sends when its watchdog fires
+// (WatchdogSignal=, SIGABRT by default): leaderrun stopped pinging, so it
+// is wedged or was stopped. A run catches it (unless GOTRACEBACK asks for
+// Go's goroutine dump), kills COMMAND's group at once, and ends by it.
+const watchdogSignal = syscall.SIGABRT
+
 // handledSignals are the outsideSignals that leaderrun did not inherit
 // ignored: Notify would undo an ignored disposition, and nohup's SIGHUP
-// must stay ignored, by leaderrun and by COMMAND, which inherits it.
+// must stay ignored, by leaderrun and by COMMAND, which inherits it. And
+// the watchdog's signal, unless GOTRACEBACK is set: then Go's own handling
+// prints every goroutine's stack, which is what it asks for.
 func handledSignals() []os.Signal {
 	var out []os.Signal
 	for _, s := range outsideSignals {
 		if !signal.Ignored(s) {
 			out = append(out, s)
 		}
+	}
+	if os.Getenv("GOTRACEBACK") == "" && !signal.Ignored(watchdogSignal) {
+		out = append(out, watchdogSignal)
 	}
 	return out
 }

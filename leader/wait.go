@@ -36,7 +36,10 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		for {
 			select {
 			case s := <-inv.sigs:
-				if terminating(s) {
+				if s == watchdogSignal {
+					log.Error("the systemd watchdog fired (SIGABRT): ending the wait; nothing ran", "lease", exit.Cut(name))
+				}
+				if terminating(s) || s == watchdogSignal {
 					waitSig = s.(syscall.Signal)
 					cancelWait()
 					return
@@ -50,7 +53,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	// waiting reports a wait (held, or held back) until the next try.
 	waiting := func(status, key, value string) {
 		hs.discard()
-		log.Info("waiting for the lease", "lease", name, key, value)
+		log.Info("waiting for the lease", "lease", exit.Cut(name), key, value)
 		sd.waiting()
 		sd.status("waiting: " + status)
 	}
@@ -70,7 +73,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			if waitSig == 0 {
 				return nil, ctx.Err()
 			}
-			return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
+			return nil, stoppedBy(waitSig, "during --splay; nothing ran, nothing is held")
 		}
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
@@ -111,16 +114,16 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
 	case waitSig != 0 && errors.Is(err, context.Canceled):
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while waiting for lease %q; nothing ran", signalName(waitSig), name))
+		return nil, stoppedBy(waitSig, fmt.Sprintf("while waiting for lease %s; nothing ran", exit.Quote(name)))
 	case errors.As(err, &held):
 		why := "--no-wait"
 		if !o.NoWait {
 			why = fmt.Sprintf("--timeout %s passed", o.Timeout)
 		}
 		if held.Reason != "" { // kept off by a pause or a scheduled event
-			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q not acquired: %s (%s)", name, held.Reason, why))
+			return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s not acquired: %s (%s)", exit.Quote(name), held.Reason, why))
 		}
-		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %q is held by %s; not acquired (%s)", name, heldText(held, o.Lease.Identity), why))
+		return nil, exit.With(o.ConflictCode, fmt.Errorf("lease %s is held by %s; not acquired (%s)", exit.Quote(name), heldText(held, o.Lease.Identity), why))
 	case err != nil:
 		return nil, StorageExit(err)
 	case waitSig != 0:
@@ -131,9 +134,20 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		if rerr := l.ReleaseUnused(rctx); rerr != nil {
 			log.Warn("could not release the lease; it expires by itself", "error", rerr)
 		}
-		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
+		return nil, stoppedBy(waitSig, fmt.Sprintf("while acquiring lease %s; nothing ran, the lease was released", exit.Quote(name)))
 	}
 	return l, nil
+}
+
+// stoppedBy is the end of a wait that sig stopped: leaderrun ends by sig,
+// as a wrapper does, after one line at info level: a stop asked from
+// outside (systemctl stop of a follower, Ctrl-C) is no error.
+// The watchdog's signal was logged as it came, at error level.
+func stoppedBy(sig syscall.Signal, when string) error {
+	if sig == watchdogSignal {
+		return exit.BySignal(sig, nil)
+	}
+	return exit.BySignal(sig, fmt.Errorf("stopped by %s %s", signalName(sig), when))
 }
 
 // heldText names the holder of a lease found held, as far as it is known.
@@ -141,15 +155,15 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 // trip after its acquire): then, or when it names this very identity, which
 // does not hold the lease, the holder is not known yet.
 func heldText(held *lease.HeldError, self string) string {
-	holder := held.Holder
+	holder := exit.Cut(held.Holder)
 	switch {
 	case held.Stale:
 		if holder == "" {
 			holder = "no holder"
 		}
 		return fmt.Sprintf("a holder not known yet (the metadata still names %s, whose run has ended)", holder)
-	case holder != "" && holder == self:
-		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", self)
+	case held.Holder != "" && held.Holder == self:
+		return fmt.Sprintf("a holder not known yet (the metadata names this identity, %s, from an earlier term)", holder)
 	case holder == "":
 		holder = "another holder"
 	}
@@ -275,7 +289,9 @@ func (o *Options) leaseSchedule() lease.Schedule {
 
 // logSkip says why an invocation ran nothing: a missed occurrence is the
 // one WARNING; a scheduled invocation that finds nothing due says so at
-// debug level; the other skips at info.
+// debug level, except the one that created the lease blob (its first
+// use), which says at info when the first occurrence it will run is; the
+// other skips at info.
 func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
 	switch skip.Reason {
 	case lease.SkipMissed:
@@ -284,6 +300,17 @@ func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
 	case lease.SkipStarted:
 		log.Debug("skipped: the occurrence due was already started", "occurrence", rfc3339(skip.Occurrence))
 	case lease.SkipNotDue:
+		if o.Client != nil && o.Client.CreatedHere() {
+			// The occurrences due before the lease existed are not run, as
+			// a new CronJob does not run them: a first run that does
+			// nothing says why, once.
+			args := []any{"lease", exit.Cut(o.Client.Name()), "schedule", o.Schedule.String()}
+			if first := o.Schedule.Next(skip.Occurrence); !skip.Occurrence.IsZero() && !first.IsZero() {
+				args = append(args, "first_run_at", rfc3339(first))
+			}
+			log.Info("nothing is due yet: the lease was just created, and a schedule runs only what falls due after that", args...)
+			return
+		}
 		log.Debug("skipped: no occurrence of the schedule is due", "latest", rfc3339(skip.Occurrence))
 	case lease.SkipOnce:
 		args := []any{"succeeded_on", skip.Holder}

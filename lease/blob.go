@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // Blob is one blob of a container (a lease, one of its slots, or a marker)
@@ -19,7 +22,13 @@ type Blob struct {
 	// marker is the lease's pause marker (names.go), shared by its slots;
 	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
+
+	createdHere atomic.Bool // ensureBlob created the blob (CreatedHere)
 }
+
+// CreatedHere reports whether this client created the blob: an Acquire
+// found it missing and made it, so this is the lease's first use.
+func (b *Blob) CreatedHere() bool { return b.createdHere.Load() }
 
 // URL is the blob's URL, without any query string, SAS or credential.
 func (b *Blob) URL() string { return b.url }
@@ -118,8 +127,8 @@ func DirectoryError(name string) *ConfigError { return directoryError(name) }
 // directoryError refuses a lease name that a blob named NAME/… made a
 // directory of a hierarchical-namespace account.
 func directoryError(name string) *ConfigError {
-	return configErr("lease name", "%q is a directory on this account (hierarchical namespace: a blob named %q makes it one): "+
-		"choose a lease name that no other blob's name begins with followed by '/'", name, name+"/…")
+	return configErr("lease name", "%s is a directory on this account (hierarchical namespace: a blob named %s makes it one): "+
+		"choose a lease name that no other blob's name begins with followed by '/'", exit.Quote(name), exit.Quote(name+"/…"))
 }
 
 // BreakAtPeriodEnd, as BreakLease's period, sends none: the service frees
@@ -173,6 +182,7 @@ func (b *Blob) ensureBlob(ctx context.Context, containerMissing bool) error {
 	}
 	_, err := b.api.createBlob(ctx)
 	if err == nil {
+		b.createdHere.Store(true)
 		b.c.log.Info("created lease blob", "url", b.url)
 		return nil
 	}

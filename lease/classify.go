@@ -147,6 +147,8 @@ func (c *Container) hint(se *StorageError) string {
 		}
 	case se.kind == kindPermanent && se.StatusCode == http.StatusNotFound:
 		return "check the account name and the endpoint"
+	case se.StatusCode >= 300 && se.StatusCode < 400:
+		return "the endpoint answered with a redirect, which leaderrun never follows: give the blob service's own address"
 	}
 	return ""
 }

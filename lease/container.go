@@ -23,6 +23,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // Request bounds. Every request carries a context deadline; these are the
@@ -86,7 +88,7 @@ type Container struct {
 // configuration that cannot work is a *ConfigError.
 func NewContainer(cfg ClientConfig) (*Container, error) {
 	if cfg.Blob != "" {
-		return nil, configErr("lease name", "%q: a container client has none", cfg.Blob)
+		return nil, configErr("lease name", "%s: a container client has none", exit.Quote(cfg.Blob))
 	}
 	if err := validateContainer(cfg.Container); err != nil {
 		return nil, err
@@ -133,7 +135,7 @@ func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 		return nil, err
 	}
 	if strings.Contains(name, MarkerSep) {
-		return nil, configErr("lease name", "%q: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", name, MarkerSep)
+		return nil, configErr("lease name", "%s: %q is reserved for the blobs leaderrun keeps beside a lease (slots, markers)", exit.Quote(name), MarkerSep)
 	}
 	cfg.Blob = ""
 	c, err := NewContainer(cfg)
@@ -375,7 +377,10 @@ func (c *Container) sdkCredential() error {
 // newTransport bounds dialing, the TLS handshake and the wait for response
 // headers, and speaks HTTP/1.1 only, so that a request cut by its deadline
 // takes its connection with it (a stuck HTTP/2 connection would hang every
-// later renewal until the lease is lost).
+// later renewal until the lease is lost). It follows no redirect: a signed
+// request sent again to the address a 3xx names would carry its
+// Authorization (a Shared Key signature, a bearer token) there, over plain
+// http too; the 3xx is the answer, an error.
 func newTransport() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -387,5 +392,7 @@ func newTransport() *http.Client {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	tr.Protocols = &protocols
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 }

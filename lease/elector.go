@@ -249,7 +249,9 @@ func (a *attempt) requestDeadline() time.Time {
 // failed records a storage failure: the error to give up with, or nil after
 // a full-jitter backoff. The budget for failures in a row is Timeout's
 // deadline, else StorageTimeout: a throttled fleet keeps trying, spread out.
-// Retries log at debug only; one that outlasts the budget, by the caller.
+// The first retry of a run of failures says so at info level, once, with
+// the budget; the others log at debug; one that outlasts the budget, by
+// the caller.
 func (a *attempt) failed(ctx context.Context, err error) error {
 	se := asStorageError(err)
 	switch {
@@ -268,8 +270,13 @@ func (a *attempt) failed(ctx context.Context, err error) error {
 		return se
 	}
 	delay := a.e.dice.fullJitter(a.failures.n)
+	budget := time.Until(a.deadline)
 	if a.deadline.IsZero() {
-		delay = min(delay, time.Until(a.failures.since.Add(a.w.StorageTimeout)))
+		budget = time.Until(a.failures.since.Add(a.w.StorageTimeout))
+		delay = min(delay, budget)
+	}
+	if a.failures.n == 1 {
+		a.e.log.Info("storage not answering; retrying", "error", se, "for_up_to", budget.Round(time.Second))
 	}
 	a.e.log.Debug("storage request failed, retrying", "error", se, "retry_in", delay)
 	return a.sleep(ctx, delay)

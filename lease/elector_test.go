@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 func newTestElector(t *testing.T, s *fakeStore, identity string) *Elector {
@@ -59,9 +61,13 @@ func TestAcquireCreatesContainerAndBlob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newFakeStore(t)
 		s.containerExists, s.blobExists = false, false
-		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		e := newTestElector(t, s, "vm-1")
+		l, err := e.Acquire(context.Background(), WaitOptions{NoWait: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !e.b.CreatedHere() {
+			t.Error("CreatedHere is false after creating the blob")
 		}
 		for op, want := range map[string]int{opAcquire: 2, opContainer: 1, opUpload: 1, opSetMeta: 1} {
 			if n := s.count(op); n != want {
@@ -97,12 +103,16 @@ func TestAcquireNeverOverwritesAnExistingBlob(t *testing.T) {
 			}
 			return err
 		})
-		l, err := newTestElector(t, s, "vm-1").Acquire(context.Background(), WaitOptions{NoWait: true})
+		e := newTestElector(t, s, "vm-1")
+		l, err := e.Acquire(context.Background(), WaitOptions{NoWait: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.content != "precious" || s.count(opUpload) != 1 || s.count(opContainer) != 0 {
 			t.Errorf("content %q, uploads %d, container creates %d", s.content, s.count(opUpload), s.count(opContainer))
+		}
+		if e.b.CreatedHere() {
+			t.Error("CreatedHere is true for a blob someone else created")
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)
@@ -664,6 +674,56 @@ func TestReadFirstSkipsOnOneRead(t *testing.T) {
 				}
 				if s.count(opGetProps) != 1 || s.count(opAcquire) != 0 {
 					t.Errorf("reads %d, acquires %d: want one read", s.count(opGetProps), s.count(opAcquire))
+				}
+			})
+		})
+	}
+}
+
+// The first retry of a run of storage failures says so at info level,
+// once, with the budget left; the retries after it say nothing above
+// debug, and a success starts the count again.
+func TestStorageRetriesSayWhenTheyBegin(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failFor  time.Duration // every request fails with 503 until then
+		wantErr  bool
+		budget   string
+		timeout  time.Duration // WaitOptions.Timeout
+		wantInfo int
+	}{
+		{"recovers", 10 * time.Second, false, "for_up_to=1m0s", 0, 1},
+		{"gives up after the storage timeout", time.Hour, true, "for_up_to=1m0s", 0, 1},
+		{"with --timeout, its time left", 10 * time.Second, false, "for_up_to=5m0s", 5 * time.Minute, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newFakeStore(t)
+				t0 := time.Now()
+				s.setHook(func(ctx context.Context, op string) error {
+					if time.Since(t0) < tc.failFor {
+						return respErr(http.StatusServiceUnavailable, "ServerBusy")
+					}
+					return nil
+				})
+				var log strings.Builder
+				cfg := testConfig()
+				cfg.Identity = "vm-1"
+				cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Info, DisableTime: true})
+				e, err := NewElector(s.client(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := e.Acquire(context.Background(), WaitOptions{NoWait: tc.timeout == 0, Timeout: tc.timeout})
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+				}
+				if l != nil {
+					defer l.Release(context.Background())
+				}
+				lines := strings.Count(log.String(), "storage not answering; retrying")
+				if lines != tc.wantInfo || !strings.Contains(log.String(), "[INFO]  lease: storage not answering; retrying: error=\"lease: acquire: storage answered 503 ServerBusy\" "+tc.budget) {
+					t.Errorf("%d lines, want %d saying %s:\n%s", lines, tc.wantInfo, tc.budget, log.String())
 				}
 			})
 		})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 )
 
 // Sentinel errors, for errors.Is; the typed errors below carry the details.
@@ -204,12 +206,77 @@ func (e *StorageError) leaseGone() bool {
 		e.StatusCode == http.StatusNotFound
 }
 
+// Answer is what the service answered, "503 ServerBusy", or when no answer
+// came, what happened instead: "storage unreachable: dial tcp …: connection
+// refused". No operation, no hint: for a line that names a cause.
+func (e *StorageError) Answer() string {
+	if e.StatusCode != 0 {
+		return e.Status()
+	}
+	what := cmp.Or(e.summary, "storage unreachable")
+	if e.Err != nil {
+		what += ": " + e.Err.Error()
+	}
+	return what
+}
+
+// LostCause says, as a kind, why leadership was lost (LostError.Cause).
+type LostCause int
+
+const (
+	LostUnknown LostCause = iota // not said (a LostError made outside the keeper)
+	// LostRenewals: no renewal succeeded before the stop deadline; the
+	// latest failure is Last.
+	LostRenewals
+	// LostUnrenewed: a deadline passed with no renewal tried since the last
+	// success: the process was frozen (SIGSTOP, a frozen VM) or starved.
+	LostUnrenewed
+	// LostBroken: a renewal was answered LeaseIsBrokenAndCannotBeRenewed:
+	// someone broke the lease (leaderrun break, pause --drain).
+	LostBroken
+	// LostTaken: a renewal was answered LeaseIdMismatchWithLeaseOperation:
+	// the lease has another ID now, another holder's.
+	LostTaken
+	// LostDeleted: a renewal was answered 404: the lease blob, or its
+	// container, was deleted.
+	LostDeleted
+	// LostGone: another 409 or 412 answer to a renewal: the lease is not
+	// this holder's any more.
+	LostGone
+	// LostStopped: the keeper's context ended: nothing renews the lease.
+	LostStopped
+)
+
+// lostCause is the cause of a loss the service said at once (leaseGone).
+func lostCause(se *StorageError) LostCause {
+	switch {
+	case se.kind == kindBlobMissing || se.kind == kindContainerMissing || se.StatusCode == http.StatusNotFound:
+		return LostDeleted
+	case se.Code == string(bloberror.LeaseIsBrokenAndCannotBeRenewed):
+		return LostBroken
+	case se.Code == string(bloberror.LeaseIDMismatchWithLeaseOperation):
+		return LostTaken
+	}
+	return LostGone
+}
+
 // LostError says why leadership was lost and when the child must be stopped.
 // errors.Is(err, ErrLost) is true.
 type LostError struct {
 	// Reason: no renewal succeeded in time, or the service said the lease
 	// is gone (a *StorageError with the code).
 	Reason error
+	// Cause is Reason as a kind, for the words of the line that ends the
+	// run ("broken by an operator", "renewals failed for 8.5s").
+	Cause LostCause
+	// Last is the service's answer that ended the lease (LostBroken,
+	// LostTaken, LostDeleted, LostGone), or the latest failed renewal
+	// (LostRenewals); nil otherwise.
+	Last *StorageError
+	// Unrenewed is how long no renewal had succeeded when the loss was
+	// decided: from the last successful request's send time (t_ok) to
+	// StopAt, 8.5 s for the defaults when renewals fail.
+	Unrenewed time.Duration
 	// StopAt is when the stop signal should be sent: now, or already
 	// passed (a monotonic clock reading).
 	StopAt time.Time

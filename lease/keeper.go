@@ -85,10 +85,10 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 		stopAt, killAt := l.deadlines()
 		switch {
 		case !now.Before(killAt):
-			l.lose(now, now, deadlineReason(lastErr, true))
+			l.lose(now, now, deadlineLoss(lastErr, true))
 			return
 		case !now.Before(stopAt):
-			l.lose(stopAt, killAt, deadlineReason(lastErr, false))
+			l.lose(stopAt, killAt, deadlineLoss(lastErr, false))
 			return
 		}
 		if now.Before(next) {
@@ -116,7 +116,7 @@ func (l *Lease) keep(ctx context.Context, done chan struct{}) {
 		}
 		se := asStorageError(err)
 		if se.leaseGone() {
-			l.loseNow(fmt.Errorf("the service says the lease is gone: %w", se))
+			l.loseNow(&LostError{Reason: fmt.Errorf("the service says the lease is gone: %w", se), Cause: lostCause(se), Last: se})
 			return
 		}
 		lastErr = se
@@ -154,43 +154,47 @@ func (l *Lease) stopped(ctx context.Context) {
 	if releasing {
 		return
 	}
-	l.loseNow(fmt.Errorf("the keeper was stopped, nothing renews the lease: %w", context.Cause(ctx)))
+	l.loseNow(&LostError{Reason: fmt.Errorf("the keeper was stopped, nothing renews the lease: %w", context.Cause(ctx)),
+		Cause: LostStopped})
 }
 
 // loseNow closes Lost for a lease gone now: the stop signal at once, and
 // SIGKILL after the stop budget at the latest, never after the current kill
 // deadline (nor before now).
-func (l *Lease) loseNow(reason error) {
+func (l *Lease) loseNow(why *LostError) {
 	now := time.Now()
 	_, killAt := l.deadlines()
-	l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))), reason)
+	l.lose(now, maxTime(now, minTime(killAt, now.Add(l.StopBudget))), why)
 }
 
-// lose closes Lost, once.
-func (l *Lease) lose(stopAt, killBy time.Time, reason error) {
+// lose closes Lost, once, with why's reason and cause, and the deadlines.
+// The run's one line names the cause; this one is for debugging.
+func (l *Lease) lose(stopAt, killBy time.Time, why *LostError) {
 	l.mu.Lock()
 	if l.lostErr != nil {
 		l.mu.Unlock()
 		return
 	}
-	l.lostErr = &LostError{Reason: reason, StopAt: stopAt, KillBy: killBy}
+	why.StopAt, why.KillBy, why.Unrenewed = stopAt, killBy, max(stopAt.Sub(l.tOK), 0)
+	l.lostErr = why
 	l.mu.Unlock()
 	close(l.lost)
-	l.log.Warn("lease lost", "reason", reason, "term", l.Term,
+	l.log.Debug("lease lost", "reason", why.Reason, "term", l.Term,
 		"stop_in", time.Until(stopAt).Round(time.Millisecond), "kill_in", time.Until(killBy).Round(time.Millisecond))
 }
 
-// deadlineReason says why a deadline passed without a renewal: last is
-// the latest renewal's failure (nil: none failed), frozen that the kill
-// deadline passed too.
-func deadlineReason(last *StorageError, frozen bool) error {
+// deadlineLoss says why a deadline passed without a renewal: last is the
+// latest renewal's failure (nil: none failed since the last success),
+// frozen that the kill deadline passed too.
+func deadlineLoss(last *StorageError, frozen bool) *LostError {
 	switch {
 	case frozen && last == nil:
-		return errors.New("the renewal deadline passed without a renewal attempt (was the process frozen?)")
+		return &LostError{Reason: errors.New("the renewal deadline passed without a renewal attempt (was the process frozen?)"),
+			Cause: LostUnrenewed}
 	case last == nil:
-		return errors.New("no renewal succeeded before the stop deadline")
+		return &LostError{Reason: errors.New("no renewal succeeded before the stop deadline"), Cause: LostUnrenewed}
 	}
-	return fmt.Errorf("no renewal succeeded before the stop deadline: %w", last)
+	return &LostError{Reason: fmt.Errorf("no renewal succeeded before the stop deadline: %w", last), Cause: LostRenewals, Last: last}
 }
 
 // deadlines returns, for the current t_ok, when the stop signal must go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -173,6 +174,10 @@ func TestKeeperAllRenewalsFailLostAtStopAt(t *testing.T) {
 		if !errors.Is(le, ErrLost) || !errors.Is(le, ErrUnavailable) {
 			t.Errorf("LostErr %v: want ErrLost wrapping the last StorageError", le)
 		}
+		if le.Cause != LostRenewals || le.Last == nil || le.Last.Answer() != "500 InternalError" || le.Unrenewed != testStopAt {
+			t.Errorf("LostErr cause %v, last %v, unrenewed %v; want renewals failed for %v, last 500 InternalError",
+				le.Cause, le.Last, le.Unrenewed, testStopAt)
+		}
 		if n := s.count(opRenew); n < 3 {
 			t.Errorf("renew attempts = %d, want retries", n)
 		}
@@ -202,6 +207,9 @@ func TestKeeperAllRequestsHangSeveralTries(t *testing.T) {
 		if n := s.count(opRenew); n < 3 {
 			t.Errorf("renew attempts in the 3.5 s window = %d, want at least 3", n)
 		}
+		if le := l.LostErr(); le.Cause != LostRenewals || le.Last == nil || !strings.HasPrefix(le.Last.Answer(), "storage unreachable: ") {
+			t.Errorf("LostErr cause %v, last %v: want renewals failed, unanswered", le.Cause, le.Last)
+		}
 		releaseNow(t, s, l)
 	})
 }
@@ -210,13 +218,14 @@ func TestKeeperLeaseGoneLostAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		status int
 		code   string
+		cause  LostCause
 	}{
-		{http.StatusConflict, "LeaseIsBrokenAndCannotBeRenewed"},
-		{http.StatusConflict, "LeaseIdMismatchWithLeaseOperation"},
-		{http.StatusConflict, "LeaseNotPresentWithLeaseOperation"},
-		{http.StatusPreconditionFailed, "LeaseLost"},
-		{http.StatusNotFound, "BlobNotFound"},
-		{http.StatusNotFound, "ContainerNotFound"},
+		{http.StatusConflict, "LeaseIsBrokenAndCannotBeRenewed", LostBroken},
+		{http.StatusConflict, "LeaseIdMismatchWithLeaseOperation", LostTaken},
+		{http.StatusConflict, "LeaseNotPresentWithLeaseOperation", LostGone},
+		{http.StatusPreconditionFailed, "LeaseLost", LostGone},
+		{http.StatusNotFound, "BlobNotFound", LostDeleted},
+		{http.StatusNotFound, "ContainerNotFound", LostDeleted},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -236,6 +245,9 @@ func TestKeeperLeaseGoneLostAtOnce(t *testing.T) {
 				var se *StorageError
 				if !errors.As(le, &se) || se.Code != tc.code {
 					t.Errorf("LostErr %v: want the service's code %s", le, tc.code)
+				}
+				if le.Cause != tc.cause || le.Last != se || le.Unrenewed != 5*time.Second {
+					t.Errorf("LostErr cause %v, last %v, unrenewed %v; want %v, the answer, 5s", le.Cause, le.Last, le.Unrenewed, tc.cause)
 				}
 				if n := s.count(opRenew); n != 1 {
 					t.Errorf("renew attempts = %d, want 1 (no retry once gone)", n)
@@ -403,8 +415,8 @@ func TestKeeperContextEndLoses(t *testing.T) {
 		le := l.LostErr()
 		wantTime(t, "StopAt", le.StopAt, t0, 2*time.Second)
 		wantTime(t, "KillBy", le.KillBy, t0, 7*time.Second)
-		if !errors.Is(le, context.Canceled) {
-			t.Errorf("LostErr %v: want context.Canceled", le)
+		if !errors.Is(le, context.Canceled) || le.Cause != LostStopped {
+			t.Errorf("LostErr %v (cause %v): want context.Canceled, LostStopped", le, le.Cause)
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)
@@ -417,13 +429,33 @@ func TestKeeperLostIsFinal(t *testing.T) {
 		s := newFakeStore(t)
 		l := acquireLease(t, s, testConfig())
 		s.setAllow(opRenew, opRelease)
-		l.lose(time.Now(), time.Now(), errors.New("first"))
-		l.lose(time.Now(), time.Now(), errors.New("second"))
+		l.lose(time.Now(), time.Now(), &LostError{Reason: errors.New("first")})
+		l.lose(time.Now(), time.Now(), &LostError{Reason: errors.New("second")})
 		if got := l.LostErr().Reason.Error(); got != "first" {
 			t.Errorf("Reason = %q, want the first", got)
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// A keeper that first runs past the kill deadline (the process frozen
+// before any renewal was due) loses with no renewal tried: LostUnrenewed.
+func TestKeeperWokenPastKillAtUnrenewed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, l, t0 := holding(t, testConfig())
+		time.Sleep(20 * time.Second) // frozen: nothing ran, not even the keeper
+		l.Keep(context.Background())
+		<-l.Lost()
+		le := l.LostErr()
+		if le.Cause != LostUnrenewed || le.Last != nil || le.Unrenewed != 20*time.Second {
+			t.Errorf("LostErr %v: cause %v, last %v, unrenewed %v; want LostUnrenewed, none, 20s", le, le.Cause, le.Last, le.Unrenewed)
+		}
+		wantTime(t, "KillBy", le.KillBy, t0, 20*time.Second)
+		if n := s.count(opRenew); n != 0 {
+			t.Errorf("renew attempts = %d, want none", n)
+		}
+		releaseNow(t, s, l)
 	})
 }

@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leaderrun/leaderrun/exit"
 )
 
 // MarkerSep separates a lease name from the kind of one of its other blobs.
@@ -112,7 +114,7 @@ func ParseBlobName(blob string) BlobName {
 
 // validateContainer applies Azure's container naming rules.
 func validateContainer(name string) error {
-	bad := func(why string) error { return configErr("container name", "%q: %s", name, why) }
+	bad := func(why string) error { return configErr("container name", "%s: %s", exit.Quote(name), why) }
 	if len(name) < 3 || len(name) > 63 {
 		return bad("must be 3 to 63 characters long")
 	}
@@ -136,7 +138,7 @@ func validateContainer(name string) error {
 
 // validateBlobName refuses names Azure rejects or a URL would rewrite.
 func validateBlobName(name string) error {
-	bad := func(why string) error { return configErr("lease name", "%q: %s", name, why) }
+	bad := func(why string) error { return configErr("lease name", "%s: %s", exit.Quote(name), why) }
 	switch {
 	case name == "":
 		return configErr("lease name", "empty: set --lease (LEADERRUN_LEASE)")
@@ -161,11 +163,11 @@ func validateBlobName(name string) error {
 // validateAccount applies Azure's account naming rules (it becomes a host name).
 func validateAccount(name string) error {
 	if len(name) < 3 || len(name) > 24 {
-		return configErr("storage account", "%q: must be 3 to 24 characters long", name)
+		return configErr("storage account", "%s: must be 3 to 24 characters long", exit.Quote(name))
 	}
 	for i := 0; i < len(name); i++ {
 		if ch := name[i]; !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9') {
-			return configErr("storage account", "%q: only lowercase letters and digits are allowed", name)
+			return configErr("storage account", "%s: only lowercase letters and digits are allowed", exit.Quote(name))
 		}
 	}
 	return nil

@@ -1,6 +1,9 @@
 package lease
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestBlobNames(t *testing.T) {
 	tests := []struct {
@@ -38,5 +41,19 @@ func TestBlobNames(t *testing.T) {
 	}
 	if got := SlotBlob("n", 0); got != "n" {
 		t.Errorf("slot 0 of n is %q, want the lease blob itself", got)
+	}
+}
+
+// A refused name, container or account is cut in the error: its ends and
+// its length, never a page of it.
+func TestRefusedNamesAreCut(t *testing.T) {
+	long := "a//" + strings.Repeat("b", 2000)
+	for _, err := range []error{validateBlobName(long), validateContainer(strings.Repeat("C", 500)), validateAccount(strings.Repeat("X", 300))} {
+		if err == nil {
+			t.Fatal("accepted")
+		}
+		if msg := err.Error(); len(msg) > 300 || !strings.Contains(msg, " characters)") {
+			t.Errorf("error of %d characters, want it cut: %.120s…", len(msg), msg)
+		}
 	}
 }

@@ -40,13 +40,17 @@ func TestPauseActive(t *testing.T) {
 }
 
 func TestPauseMetadataRoundTrip(t *testing.T) {
-	in := Pause{Reason: "db upgrade, ticket 42", Since: time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)}
-	md, err := in.Metadata()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := pauseOf(md); *out != in {
-		t.Errorf("round trip = %+v, want %+v", *out, in)
+	for _, in := range []Pause{
+		{Reason: "db upgrade, ticket 42", Since: time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC), Until: time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)},
+		{Reason: "moving", Since: time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC), Drain: true},
+	} {
+		md, err := in.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := pauseOf(md); *out != in {
+			t.Errorf("round trip = %+v, want %+v", *out, in)
+		}
 	}
 	for _, bad := range []string{"caf\u00e9", strings.Repeat("r", maxPauseReasonLen+1), " padded", "line\nbreak"} {
 		var ce *ConfigError

@@ -181,7 +181,8 @@ func (c HealthConfig) loop(ctx context.Context, ch chan<- error) {
 			c.Logger.Debug("health check failed", "result", res.why, "took", took,
 				"failures", failures, "retries", c.Retries, "output", res.output)
 			if failures >= c.Retries {
-				c.Logger.Warn("command unhealthy: health check failed too many times in a row",
+				// Debug: the caller says what it does about it, and the exit's one line why.
+				c.Logger.Debug("command unhealthy: health check failed too many times in a row",
 					"failures", failures, "last", res.why, "output", res.output)
 				ch <- &UnhealthyError{Failures: failures, Last: res.why, Output: res.output}
 				return

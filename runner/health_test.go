@@ -189,7 +189,7 @@ func TestHealthUnhealthyAfterRetries(t *testing.T) {
 				t.Errorf("unhealthy after %v, before %d intervals (%v)", took, retries, min)
 			}
 			log := c.log.String()
-			for _, want := range []string{"[DEBUG] health: health check failed", "[WARN]  health: command unhealthy"} {
+			for _, want := range []string{"[DEBUG] health: health check failed", "[DEBUG] health: command unhealthy"} {
 				if !strings.Contains(log, want) {
 					t.Errorf("log lacks %q:\n%s", want, log)
 				}
