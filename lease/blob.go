@@ -19,6 +19,8 @@ type Blob struct {
 	// marker is the lease's pause marker (names.go), shared by its slots;
 	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
+	// trigger is the lease's trigger marker (names.go); nil likewise.
+	trigger *Blob
 }
 
 // URL is the blob's URL, without any query string, SAS or credential.
@@ -56,6 +58,8 @@ type Properties struct {
 
 	Schedule   string    // --schedule: the schedule recorded; "" if none
 	Occurrence time.Time // --schedule: the occurrence last started; zero if none
+	Attempt    int       // --schedule: the attempt of Occurrence last started (--retries); 1 if not recorded
+	Mode       string    // the kind of line of the latest claim: ModeSchedule, ModeOncePer, ModeOnce; "" for others
 
 	// Parsed from the metadata; zero if absent or malformed.
 	Holder        string
