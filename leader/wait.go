@@ -105,9 +105,10 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	case errors.As(err, &skip):
 		logSkip(log, o, skip)
 		return nil, nil
-	case o.Schedule != nil && errors.As(err, &held) && waitSig == 0:
+	case o.Schedule != nil && errors.As(err, &held) && held.Reason == "" && waitSig == 0:
 		// An earlier run still holds the lease: quietly; the next
-		// invocation tries again while the occurrence is due.
+		// invocation tries again while the occurrence is due. A pause or
+		// a scheduled event holding it off is not quiet (below).
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
 	case waitSig != 0 && errors.Is(err, context.Canceled):
