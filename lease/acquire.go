@@ -237,11 +237,18 @@ func (a *attempt) skipAtRead(p *Properties) error {
 }
 
 // triggerWaits is asked when a read of the free lease p would skip, for a
-// line that takes triggers: it reads the markers (one round trip) and
-// reports whether a trigger waits to run that no claim consumed and no
-// pause holds off; the acquire that follows takes that read as its own.
+// line that takes triggers: it reads the trigger marker (one request) and
+// reports whether a trigger waits to run that no claim consumed and, read
+// only then, no pause holds off; the acquire that follows takes that read
+// of the markers as its own.
 func (a *attempt) triggerWaits(ctx context.Context, p *Properties) bool {
 	if !a.takesTriggers() {
+		return false
+	}
+	rctx, cancel := a.requestCtx(ctx)
+	a.readTrigger(rctx)
+	cancel()
+	if !a.trigger.pendingIn(p) {
 		return false
 	}
 	a.reqStart = time.Now()
