@@ -312,6 +312,14 @@ var (
 		{"64", "usage error: a bad flag, a missing lease name"},
 		{"69", "the storage cannot be read or written: unreachable, unauthorized or refused"},
 	}
+	triggerExitStatus = []Entry{
+		{"0", "triggered (or a trigger was already pending); with --wait, the triggered run exited 0"},
+		{"run's", "with --wait: the triggered run's own status"},
+		{"64", "usage error, or nothing would run a trigger: the lease's line is not a --schedule, --once-per or --once line of one slot (or the lease was never used)"},
+		{"69", "the storage cannot be read or written: unreachable, unauthorized or refused"},
+		{"75", "with --wait -w: no host took the trigger in time; it stays pending"},
+		{"76", "with --wait: the triggered run's holder lost the lease or died before it recorded its end"},
+	}
 	plainExitStatus = []Entry{{"0", "done"}, {"64", "usage error"}}
 	checkExitStatus = []Entry{
 		{"0", "OK: the last run that succeeded ended within --max-age, and no run after it failed"},
@@ -335,6 +343,8 @@ func exitStatusOf(c *cobra.Command) []Entry {
 		return checkExitStatus
 	case c.Name() == "doctor":
 		return doctorExitStatus
+	case c.Name() == "trigger":
+		return triggerExitStatus
 	case c.Flags().Lookup("container") != nil:
 		return operatorExitStatus
 	}
@@ -361,7 +371,12 @@ var (
 		{"LEADERRUN_TERM", "the fencing token: 1 at a blob's first acquisition, growing at every acquisition across all holders"},
 		{"LEADERRUN_IDENTITY", "this holder's identity"},
 		{"LEADERRUN_SLOT", "the slot held, 0 to N-1 under --slots N (0 with one slot)"},
-		{"LEADERRUN_OCCURRENCE", "with --schedule: the occurrence this run is for (RFC 3339, UTC)"},
+		{"LEADERRUN_OCCURRENCE", "with --schedule: the occurrence this run is for; for a run of leaderrun trigger, the trigger's time (RFC 3339, UTC)"},
+		{"LEADERRUN_TRIGGER", "why it runs: schedule (an occurrence's first attempt), retry (--retries) or manual (leaderrun trigger); absent otherwise"},
+		{"LEADERRUN_ATTEMPT", "with LEADERRUN_TRIGGER: the attempt at the occurrence, 1 to --retries + 1 (1 for a manual run)"},
+		{"LEADERRUN_PREVIOUS_OCCURRENCE", "with --schedule: the schedule's occurrence before LEADERRUN_OCCURRENCE (RFC 3339, UTC)"},
+		{"LEADERRUN_MISSED", "with --schedule, but for a manual run: how many occurrences were due since the previous one started and never started"},
+		{"LEADERRUN_LAST_SUCCESS", "when the last run that exited 0 ended (RFC 3339, UTC); absent if unknown"},
 	}
 )
 

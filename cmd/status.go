@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -87,6 +88,7 @@ be read.`,
 			return writeJSON(a.stdout, j)
 		}
 		writeStatusText(a.stdout, o.loc.lease, v.URL, v.Slot(0).Props, v.Paused(), v.Date)
+		writeTriggerText(a.stdout, v)
 		writeSlotsText(a.stdout, v)
 		return nil
 	})
@@ -226,6 +228,26 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 	return b.String()
 }
 
+// writeTriggerText adds to status's text the trigger no run took yet.
+func writeTriggerText(w io.Writer, v *lease.View) {
+	t := v.PendingTrigger()
+	if t == nil {
+		return
+	}
+	now := cmp.Or(v.Date, time.Now())
+	text := "pending"
+	if !t.At.IsZero() {
+		text += " since " + stamp(t.At, now)
+	}
+	if t.By != "" {
+		text += " by " + t.By
+	}
+	if t.Reason != "" {
+		text += ": " + t.Reason
+	}
+	fmt.Fprintf(w, "trigger: %s (the next invocation of the lease's line runs it)\n", text)
+}
+
 // writeSlotsText adds to status's text one line per slot when the lease
 // has more than one, and the hosts that are done.
 func writeSlotsText(w io.Writer, l *lease.View) {
@@ -276,19 +298,30 @@ values are null. Exit status 0, or 69 when the storage cannot be read.`,
 	})
 }
 
-// runJSON is one run in history -o json; unknown values are null.
+// runJSON is one run in history -o json; unknown values are null. A run of
+// a schedule or a trigger says why it ran; the others leave those keys out
+// (they do not apply).
 type runJSON struct {
-	Holder   *string    `json:"holder"`
-	Term     *int64     `json:"term"`
-	Start    *time.Time `json:"start"`
-	End      *time.Time `json:"end"`
-	ExitCode *int       `json:"exitCode"`
+	Holder      *string    `json:"holder"`
+	Term        *int64     `json:"term"`
+	Start       *time.Time `json:"start"`
+	End         *time.Time `json:"end"`
+	ExitCode    *int       `json:"exitCode"`
+	Trigger     string     `json:"trigger,omitempty"`     // schedule, retry or manual
+	Attempt     int        `json:"attempt,omitempty"`     // the attempt at the occurrence
+	Occurrence  *time.Time `json:"occurrence,omitempty"`  // the occurrence, or a trigger's time
+	TriggeredBy string     `json:"triggeredBy,omitempty"` // a manual run: who triggered it
+	Reason      string     `json:"reason,omitempty"`      // and why
 }
 
 func historyJSON(runs []lease.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
-		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode})
+		j := runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End), ExitCode: r.ExitCode}
+		if c := r.Cause; c != nil {
+			j.Trigger, j.Attempt, j.Occurrence, j.TriggeredBy, j.Reason = c.Trigger, c.Attempt, timeOrNull(c.Occurrence), c.By, c.Reason
+		}
+		out = append(out, j)
 	}
 	return out
 }
@@ -301,7 +334,14 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOLDER\tTERM\tSTART\tEND\tEXIT")
+	// Why each run ran, when any of them says: a schedule's occurrence, a
+	// retry, a trigger ("manual by WHO: REASON").
+	why := slices.ContainsFunc(runs, func(r lease.Run) bool { return r.Cause != nil })
+	if why {
+		fmt.Fprintln(tw, "HOLDER\tTERM\tSTART\tEND\tEXIT\tWHY")
+	} else {
+		fmt.Fprintln(tw, "HOLDER\tTERM\tSTART\tEND\tEXIT")
+	}
 	for _, r := range runs {
 		term, end, exit := "-", "-", "-"
 		if r.Term > 0 {
@@ -319,7 +359,14 @@ func writeHistoryText(w io.Writer, runs []lease.Run, now time.Time) error {
 			}
 		}
 		start := rfc3339(r.Start) + " (" + shortAgo(r.Start, now) + ")"
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", cutText(cmp.Or(r.Holder, "-"), listTextHolderMax), term, start, end, exit)
+		if why {
+			row += "\t-"
+			if r.Cause != nil {
+				row = row[:len(row)-1] + r.Cause.String()
+			}
+		}
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
 }

@@ -134,6 +134,13 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		}
 		return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s while acquiring lease %q; nothing ran, the lease was released", signalName(waitSig), name))
 	}
+	switch c := l.Cause; {
+	case c == nil:
+	case c.Trigger == lease.TriggerManual:
+		log.Info("running a trigger", "by", exit.Cut(c.By), "reason", exit.Cut(c.Reason), "at", rfc3339(c.Occurrence))
+	case c.Trigger == lease.TriggerRetry:
+		log.Info("retrying an occurrence that failed", "occurrence", rfc3339(c.Occurrence), "attempt", c.Attempt, "attempts", o.Retries+1)
+	}
 	return l, nil
 }
 

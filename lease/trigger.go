@@ -75,6 +75,15 @@ func (a *attempt) readTrigger(ctx context.Context) {
 	}
 }
 
+// PendingTrigger is the lease's trigger if no claim consumed it yet: the
+// next invocation of its line runs it. Nil if none.
+func (v *View) PendingTrigger() *Trigger {
+	if s := v.Slot(0); s.Props != nil && v.Trigger.pendingIn(s.Props) {
+		return v.Trigger
+	}
+	return nil
+}
+
 // ReadTrigger reads the lease's trigger marker (one request): the trigger,
 // nil if none, and the answer's service Date.
 func (b *Blob) ReadTrigger(ctx context.Context) (*Trigger, time.Time, error) {
