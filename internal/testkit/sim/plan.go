@@ -55,6 +55,8 @@ type Plan struct {
 	Period         time.Duration // ModeSchedule: the schedule's period
 	Cron           time.Duration // how often a cron line runs
 	Splay          time.Duration // a cron line's --splay
+	Retries        int           // ModeSchedule: --retries (0 for most seeds)
+	RetryDelay     time.Duration // and --retry-delay
 
 	FaultEnd time.Duration // faults, signals, kills, freezes and operator actions end here
 	End      time.Duration // the world ends here
@@ -100,10 +102,11 @@ const (
 	// lost answer read back): the narrowest window of the run flow.
 	EvSigtermAtClaim
 	EvKillAtClaim
+	EvTrigger // leaderrun trigger (cron modes)
 )
 
 func (k EventKind) String() string {
-	return [...]string{"SIGTERM", "SIGINT", "kill -9", "freeze", "break", "pause", "resume", "drain", "SIGTERM at the claim", "kill -9 at the claim"}[k]
+	return [...]string{"SIGTERM", "SIGINT", "kill -9", "freeze", "break", "pause", "resume", "drain", "SIGTERM at the claim", "kill -9 at the claim", "trigger"}[k]
 }
 
 // Event is a timed event of the first phase.
@@ -213,6 +216,21 @@ func NewPlan(seed uint64) Plan {
 		// Resumed before the quiet phase, whatever the pause's own end.
 		p.Events = append(p.Events, Event{At: at + time.Duration(1+r.IntN(40))*time.Second, Kind: EvResume})
 	}
+	// Drawn from streams of their own, so that the draws above, and so
+	// every older seed's world, stay as they were.
+	if p.Mode == ModeSchedule {
+		rr := stream(seed, "retries")
+		if rr.IntN(2) == 0 {
+			p.Retries = 1 + rr.IntN(3)
+			p.RetryDelay = []time.Duration{0, 20 * time.Second, time.Minute}[rr.IntN(3)]
+		}
+	}
+	if p.Mode.cron() {
+		tr := stream(seed, "triggers")
+		for range tr.IntN(3) {
+			p.Events = append(p.Events, Event{At: p.randAt(tr), Kind: EvTrigger})
+		}
+	}
 	for i := range p.Events {
 		p.Events[i].At = min(p.Events[i].At, p.FaultEnd)
 	}
@@ -236,6 +254,9 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, ", once-per %s, splay %s", p.OncePer, p.Splay)
 	case ModeSchedule:
 		fmt.Fprintf(&b, ", schedule %q, splay %s", p.Schedule, p.Splay)
+		if p.Retries > 0 {
+			fmt.Fprintf(&b, ", retries %d after %s", p.Retries, p.RetryDelay)
+		}
 	}
 	fmt.Fprintf(&b, "\nfaults until %s (lose %.2f, refuse %.2f, slow %.2f, %d bursts, %d cutoffs), end %s",
 		p.FaultEnd, p.Faults.Lose, p.Faults.Refuse, p.Faults.Slow, len(p.Faults.Bursts), len(p.Faults.Cutoffs), p.End)
