@@ -128,6 +128,9 @@ func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
 	last := "none started"
 	if !v.last.IsZero() {
 		last = stamp(v.last, now)
+		if p.Attempt > 1 {
+			last += fmt.Sprintf(", attempt %d", p.Attempt) // --retries
+		}
 	}
 	if !v.missed.IsZero() {
 		last += fmt.Sprintf("; MISSED %s", rfc3339(v.missed))
