@@ -298,10 +298,10 @@ var (
 	runExitStatus = []Entry{
 		{"COMMAND's", "COMMAND exited by itself: its own status"},
 		{"128+N", "signal N ended COMMAND, and leaderrun did not send it because of leadership (a forwarded SIGTERM: 143); or signal N ended the wait. leaderrun then ends by the same signal, so a shell sees 128+N and systemd a clean stop. A COMMAND killed after --kill-grace: 137"},
-		{"0", "skipped: a run started within the --once-per window, --once or --once-per-host found the run done, or --schedule found nothing due (or an earlier run still holding the lease)"},
+		{"0", "skipped: a run started within the --once-per window, --once or --once-per-host found the run done, or --schedule found nothing due (or an earlier run still holding the lease, or a retry not due yet)"},
 		{"64", "usage or configuration error: a bad flag or duration, a missing lease name, an invalid container name"},
 		{"69", "storage unreachable, unauthorized or refused before COMMAND started (or throttled past --storage-timeout)"},
-		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout)"},
+		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout; with --schedule, a pause or an event is never quiet)"},
 		{"76", "leadership was lost while COMMAND ran, or it stepped down for a scheduled event; COMMAND was stopped"},
 		{"77", "the health check failed; COMMAND was stopped and the lease released"},
 		{"126", "COMMAND found but not executable"},
