@@ -300,10 +300,10 @@ var (
 	runExitStatus = []Entry{
 		{"COMMAND's", "COMMAND exited by itself: its own status"},
 		{"128+N", "signal N ended COMMAND, and leaderrun did not send it because of leadership (a forwarded SIGTERM: 143); or signal N ended the wait. leaderrun then ends by the same signal, so a shell sees 128+N and systemd a clean stop. A COMMAND killed after --kill-grace: 137"},
-		{"0", "skipped: a run started within the --once-per window, --once or --once-per-host found the run done, or --schedule found nothing due (or an earlier run still holding the lease)"},
+		{"0", "skipped: a run started within the --once-per window, --once or --once-per-host found the run done, or --schedule found nothing due (or an earlier run still holding the lease, or a retry not due yet)"},
 		{"64", "usage or configuration error: a bad flag or duration, a missing lease name, an invalid container name"},
 		{"69", "storage unreachable, unauthorized or refused before COMMAND started (or throttled past --storage-timeout)"},
-		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout)"},
+		{"75", "not acquired (-E sets this status): the lease is held by someone else, paused, or a scheduled event concerns this VM (--no-wait, --timeout; with --schedule, a pause or an event is never quiet)"},
 		{"76", "leadership was lost while COMMAND ran, or it stepped down for a scheduled event; COMMAND was stopped"},
 		{"77", "the health check failed; COMMAND was stopped and the lease released"},
 		{"124", "--max-runtime was reached; COMMAND was stopped (as timeout(1) exits)"},
@@ -320,6 +320,14 @@ var (
 		{"1", "that run kept no output (as kubectl logs and grep exit when there is nothing to show)"},
 		{"64", "usage error: a bad flag, a missing lease name"},
 		{"69", "the storage cannot be read: unreachable, unauthorized or refused"},
+	}
+	triggerExitStatus = []Entry{
+		{"0", "triggered (or a trigger was already pending); with --wait, the triggered run exited 0"},
+		{"run's", "with --wait: the triggered run's own status"},
+		{"64", "usage error, or nothing would run a trigger: the lease's line is not a --schedule, --once-per or --once line of one slot (or the lease was never used)"},
+		{"69", "the storage cannot be read or written: unreachable, unauthorized or refused"},
+		{"75", "with --wait -w: no host took the trigger in time; it stays pending"},
+		{"76", "with --wait: the triggered run's holder lost the lease or died before it recorded its end"},
 	}
 	plainExitStatus = []Entry{{"0", "done"}, {"64", "usage error"}}
 	checkExitStatus = []Entry{
@@ -346,6 +354,8 @@ func exitStatusOf(c *cobra.Command) []Entry {
 		return doctorExitStatus
 	case c.Name() == "logs":
 		return logsExitStatus
+	case c.Name() == "trigger":
+		return triggerExitStatus
 	case c.Flags().Lookup("container") != nil:
 		return operatorExitStatus
 	}
@@ -372,7 +382,12 @@ var (
 		{"LEADERRUN_TERM", "the fencing token: 1 at a blob's first acquisition, growing at every acquisition across all holders"},
 		{"LEADERRUN_IDENTITY", "this holder's identity"},
 		{"LEADERRUN_SLOT", "the slot held, 0 to N-1 under --slots N (0 with one slot)"},
-		{"LEADERRUN_OCCURRENCE", "with --schedule: the occurrence this run is for (RFC 3339, UTC)"},
+		{"LEADERRUN_OCCURRENCE", "with --schedule: the occurrence this run is for; for a run of leaderrun trigger, the trigger's time (RFC 3339, UTC)"},
+		{"LEADERRUN_TRIGGER", "why it runs: schedule (an occurrence's first attempt), retry (--retries) or manual (leaderrun trigger); absent otherwise"},
+		{"LEADERRUN_ATTEMPT", "with LEADERRUN_TRIGGER: the attempt at the occurrence, 1 to --retries + 1 (1 for a manual run)"},
+		{"LEADERRUN_PREVIOUS_OCCURRENCE", "with --schedule: the schedule's occurrence before LEADERRUN_OCCURRENCE (RFC 3339, UTC)"},
+		{"LEADERRUN_MISSED", "with --schedule, but for a manual run: how many occurrences were due since the previous one started and never started"},
+		{"LEADERRUN_LAST_SUCCESS", "when the last run that exited 0 ended (RFC 3339, UTC); absent if unknown"},
 	}
 )
 

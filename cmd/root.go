@@ -201,7 +201,7 @@ only: see 'leaderrun help environment'.`,
 	addLogFlags(root.PersistentFlags(), &a.logOpts)
 	opts.addFlags(root.Flags())
 	root.AddCommand(newStatusCmd(a), newListCmd(a), newHistoryCmd(a), newCheckCmd(a), newPauseCmd(a),
-		newResumeCmd(a), newBreakCmd(a), newLogsCmd(a), newDoctorCmd(a), newVersionCmd(a))
+		newResumeCmd(a), newBreakCmd(a), newLogsCmd(a), newTriggerCmd(a), newDoctorCmd(a), newVersionCmd(a))
 	completeLeaseNames(root)
 	setupHelp(root)
 	return root

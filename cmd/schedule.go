@@ -1,8 +1,9 @@
 package cmd
 
-// --schedule and --starting-deadline: run the occurrence of a cron schedule
-// that is due, on one VM of the fleet (the schedule package decides which;
-// the lease records it with the claim).
+// --schedule, --starting-deadline, --retries and --retry-delay: run the
+// occurrence of a cron schedule that is due, on one VM of the fleet, and
+// again if it failed (the schedule package decides which; the lease records
+// it with the claim).
 
 import (
 	"fmt"
@@ -18,7 +19,12 @@ import (
 func (o *runOptions) addScheduleFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.scheduleSpec, "schedule", "", "run the occurrence of this cron schedule that is due, once in the fleet: five fields or @daily…, optional CRON_TZ=Zone prefix, UTC by default (env LEADERRUN_SCHEDULE)")
 	fs.DurationVar(&o.run.StartingDeadline, "starting-deadline", 0, "with --schedule: an occurrence older than this that never started is not run; a WARNING says so (0 = no limit)")
+	fs.IntVar(&o.run.Retries, "retries", 0, "with --schedule: run an occurrence whose attempt failed (non-zero exit, 76, 124, or its holder gone) again, up to `N` more times (0 to 10), on the fleet's next invocation after --retry-delay and within --starting-deadline")
+	fs.DurationVar(&o.run.RetryDelay, "retry-delay", time.Minute, "with --retries: the least time from a failed attempt's end (or its holder's lease running out) to its retry")
 }
+
+// maxRetries is the most --retries.
+const maxRetries = 10
 
 // completeSchedule parses the schedule; with it, --once-per, --once and
 // --once-per-host are refused (they say when to run too), and so are
@@ -27,14 +33,25 @@ func (o *runOptions) completeSchedule(fs *pflag.FlagSet) error {
 	if d := o.run.StartingDeadline; d < 0 {
 		return exit.Usagef("invalid --starting-deadline %s: must not be negative", d)
 	}
+	if n := o.run.Retries; n < 0 || n > maxRetries {
+		return exit.Usagef("invalid --retries %d: use 0 to %d", n, maxRetries)
+	}
+	if d := o.run.RetryDelay; d < 0 {
+		return exit.Usagef("invalid --retry-delay %s: must not be negative", d)
+	}
 	if o.scheduleSpec == "" {
 		if fs.Changed("schedule") {
 			return exit.Usagef("invalid --schedule '': give a cron schedule, or leave the flag out")
 		}
-		if fs.Changed("starting-deadline") {
-			return exit.Usagef("--starting-deadline needs --schedule")
+		for _, name := range []string{"starting-deadline", "retries", "retry-delay"} {
+			if fs.Changed(name) {
+				return exit.Usagef("--%s needs --schedule", name)
+			}
 		}
 		return nil
+	}
+	if fs.Changed("retry-delay") && o.run.Retries == 0 {
+		return exit.Usagef("--retry-delay needs --retries")
 	}
 	for _, name := range []string{"once-per", "once", "once-per-host"} {
 		if fs.Changed(name) {
@@ -111,6 +128,9 @@ func scheduleRows(row func(k, v string), p *lease.Properties, now time.Time) {
 	last := "none started"
 	if !v.last.IsZero() {
 		last = stamp(v.last, now)
+		if p.Attempt > 1 {
+			last += fmt.Sprintf(", attempt %d", p.Attempt) // --retries
+		}
 	}
 	if !v.missed.IsZero() {
 		last += fmt.Sprintf("; MISSED %s", rfc3339(v.missed))

@@ -25,6 +25,12 @@ func TestScheduleUsage(t *testing.T) {
 		{[]string{"--schedule", "*/5 * * * *", "--starting-deadline", "-1m"}, "--starting-deadline"},
 		{[]string{"--starting-deadline", "1m"}, "needs --schedule"},
 		{[]string{"--schedule", "@hourly", "--slots", "2"}, "--slots 2 cannot"},
+		{[]string{"--retries", "2"}, "--retries needs --schedule"},
+		{[]string{"--retry-delay", "5m"}, "--retry-delay needs --schedule"},
+		{[]string{"--schedule", "@hourly", "--retry-delay", "5m"}, "--retry-delay needs --retries"},
+		{[]string{"--schedule", "@hourly", "--retries", "11"}, "invalid --retries 11: use 0 to 10"},
+		{[]string{"--schedule", "@hourly", "--retries", "-1"}, "invalid --retries -1"},
+		{[]string{"--schedule", "@hourly", "--retries", "1", "--retry-delay", "-1s"}, "invalid --retry-delay"},
 		// A schedule that can never fire: refused, not run every minute for nothing.
 		{[]string{"--schedule", "0 0 30 2 *"}, `invalid --schedule: schedule "0 0 30 2 *" can never fire`},
 		{[]string{"--schedule", "CRON_TZ=Europe/Berlin 0 0 31 4 *"}, "can never fire"},
@@ -34,6 +40,12 @@ func TestScheduleUsage(t *testing.T) {
 		if code != exit.Usage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want 64 and one line with %q", c.args, code, stderr, c.want)
 		}
+	}
+	// --retries and --retry-delay reach the run, systemd's time spans too.
+	o, err := lineOptions(t, []string{"-l", "x", "--schedule", "@daily", "--retries", "3", "--retry-delay", "5min", "--", "true"},
+		map[string]string{"AZURE_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=true"})
+	if err != nil || o.run.Retries != 3 || o.run.RetryDelay != 5*time.Minute {
+		t.Errorf("--retries 3 --retry-delay 5min: %v, %+v", err, o)
 	}
 	// 29 February fires every fourth year: accepted.
 	for _, spec := range []string{"0 0 29 2 *", "CRON_TZ=Australia/Lord_Howe 30 2 * * *"} {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +90,11 @@ be read.`,
 			j.Lease = "" // status names no lease: it was asked for one
 			return writeJSON(a.stdout, j)
 		}
-		return writeStatusText(a.stdout, outputWidth(a.stdout), o.loc.lease, v)
+		if err := writeStatusText(a.stdout, outputWidth(a.stdout), o.loc.lease, v); err != nil {
+			return err
+		}
+		writeTriggerText(a.stdout, v)
+		return nil
 	})
 }
 
@@ -254,6 +259,26 @@ func pauseRow(p *lease.Pause, now time.Time) string {
 	return b.String()
 }
 
+// writeTriggerText adds to status's text the trigger no run took yet.
+func writeTriggerText(w io.Writer, v *lease.View) {
+	t := v.PendingTrigger()
+	if t == nil {
+		return
+	}
+	now := cmp.Or(v.Date, time.Now())
+	text := "pending"
+	if !t.At.IsZero() {
+		text += " since " + stamp(t.At, now)
+	}
+	if t.By != "" {
+		text += " by " + t.By
+	}
+	if t.Reason != "" {
+		text += ": " + t.Reason
+	}
+	fmt.Fprintf(w, "trigger: %s (the next invocation of the lease's line runs it)\n", text)
+}
+
 // joinHosts lists the first 20 hosts.
 func joinHosts(hosts []string) string {
 	const most = 20
@@ -292,24 +317,37 @@ be read.`,
 	})
 }
 
-// runJSON is one run in history -o json; unknown values are null.
+// runJSON is one run in history -o json; unknown values are null. A run of
+// a schedule or a trigger says why it ran; the others leave those keys out
+// (they do not apply).
 type runJSON struct {
-	Holder   *string    `json:"holder"`
-	Term     *int64     `json:"term"`
-	Start    *time.Time `json:"start"`
-	End      *time.Time `json:"end"`
-	ExitCode *int       `json:"exitCode"`
-	Running  bool       `json:"running"`
-	Fate     string     `json:"fate"` // lease.Fate in words, as the text shows it
+	Holder      *string    `json:"holder"`
+	Term        *int64     `json:"term"`
+	Start       *time.Time `json:"start"`
+	End         *time.Time `json:"end"`
+	ExitCode    *int       `json:"exitCode"`
+	Running     bool       `json:"running"`
+	Fate        string     `json:"fate"`                  // lease.Fate in words, as the text shows it
+	Trigger     string     `json:"trigger,omitempty"`     // schedule, retry or manual
+	Attempt     int        `json:"attempt,omitempty"`     // the attempt at the occurrence
+	Occurrence  *time.Time `json:"occurrence,omitempty"`  // the occurrence, or a trigger's time
+	TriggeredBy string     `json:"triggeredBy,omitempty"` // a manual run: who triggered it
+	Reason      string     `json:"reason,omitempty"`      // and why
 }
 
-func historyJSON(v *lease.View) []runJSON {
-	runs := v.Runs()
+func historyJSON(v *lease.View) []runJSON { return runsJSON(v.Runs(), v.Fate) }
+
+// runsJSON is runs in history -o json, each with its fate.
+func runsJSON(runs []lease.Run, fate func(lease.Run) lease.Fate) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
-		f := v.Fate(r)
-		out = append(out, runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End),
-			ExitCode: r.ExitCode, Running: !f.Over(), Fate: f.String()})
+		f := fate(r)
+		j := runJSON{Holder: stringOrNull(r.Holder), Term: termOrNull(r.Term), Start: timeOrNull(r.Start), End: timeOrNull(r.End),
+			ExitCode: r.ExitCode, Running: !f.Over(), Fate: f.String()}
+		if c := r.Cause; c != nil {
+			j.Trigger, j.Attempt, j.Occurrence, j.TriggeredBy, j.Reason = c.Trigger, c.Attempt, timeOrNull(c.Occurrence), c.By, c.Reason
+		}
+		out = append(out, j)
 	}
 	return out
 }
@@ -318,12 +356,23 @@ func historyJSON(v *lease.View) []runJSON {
 // the start (RFC 3339, the service's clock), how long the run took, and its
 // fate.
 func writeHistoryText(w io.Writer, width int, v *lease.View) error {
-	runs := v.Runs()
+	return writeRunsText(w, width, v.Runs(), v.Fate)
+}
+
+// writeRunsText is writeHistoryText's table of runs, each with its fate.
+func writeRunsText(w io.Writer, width int, runs []lease.Run, fate func(lease.Run) lease.Fate) error {
 	if len(runs) == 0 {
 		_, err := fmt.Fprintln(w, "no run recorded")
 		return err
 	}
 	t := table{header: []string{"HOLDER", "TERM", "START", "TOOK", "FATE"}, cut: []bool{true, false, false, false, true}, gap: 2}
+	// Why each run ran, when any of them says: a schedule's occurrence, a
+	// retry, a trigger ("manual by WHO: REASON").
+	why := slices.ContainsFunc(runs, func(r lease.Run) bool { return r.Cause != nil })
+	if why {
+		t.header = append(t.header, "WHY")
+		t.cut = append(t.cut, true)
+	}
 	for _, r := range runs {
 		term, took := "-", "-"
 		if r.Term > 0 {
@@ -332,7 +381,15 @@ func writeHistoryText(w io.Writer, width int, v *lease.View) error {
 		if !r.End.IsZero() {
 			took = max(r.End.Sub(r.Start), 0).String()
 		}
-		t.rows = append(t.rows, []string{cmp.Or(r.Holder, "-"), term, rfc3339(r.Start), took, v.Fate(r).String()})
+		row := []string{cmp.Or(r.Holder, "-"), term, rfc3339(r.Start), took, fate(r).String()}
+		if why {
+			why := "-"
+			if r.Cause != nil {
+				why = r.Cause.String()
+			}
+			row = append(row, why)
+		}
+		t.rows = append(t.rows, row)
 	}
 	return t.write(w, width)
 }

@@ -94,9 +94,7 @@ func (h *heldRun) start(ctx context.Context) error {
 		"LEADERRUN_SLOT="+strconv.Itoa(l.Slot),
 		ExportedVar+"="+exportedMarker(map[string]string{"LEADERRUN_LEASE": l.Name, "LEADERRUN_IDENTITY": l.Identity}),
 	)
-	if !l.Occurrence.IsZero() {
-		h.env = append(h.env, "LEADERRUN_OCCURRENCE="+l.Occurrence.UTC().Format(time.RFC3339))
-	}
+	h.env = append(h.env, runContext(l, h.o)...)
 	// COMMAND never starts on a lease lost or about to be: leaderrun may
 	// have been stopped or starved since the acquire handed it over.
 	select {

@@ -57,6 +57,11 @@ type Options struct {
 	// StartingDeadline old (0: no limit); nil: not scheduled.
 	Schedule         *schedule.Schedule
 	StartingDeadline time.Duration
+	// Retries (--retries) runs an occurrence whose attempt failed again,
+	// at most Retries more times, RetryDelay after the failed attempt's
+	// end at the earliest; 0: never.
+	Retries    int
+	RetryDelay time.Duration
 
 	// Events is the metadata service's client that --scheduled-events
 	// watches for events that concern this VM; nil: not watched.

@@ -108,9 +108,10 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	case errors.As(err, &skip):
 		logSkip(log, o, skip)
 		return nil, nil
-	case o.Schedule != nil && errors.As(err, &held) && waitSig == 0:
+	case o.Schedule != nil && errors.As(err, &held) && held.Reason == "" && waitSig == 0:
 		// An earlier run still holds the lease: quietly; the next
-		// invocation tries again while the occurrence is due.
+		// invocation tries again while the occurrence is due. A pause or
+		// a scheduled event holding it off is not quiet (below).
 		log.Debug("the lease is held (an earlier run still going?): the next invocation tries again", "holder", held.Holder)
 		return nil, nil
 	case waitSig != 0 && errors.Is(err, context.Canceled):
@@ -135,6 +136,13 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			log.Warn("could not release the lease; it expires by itself", "error", rerr)
 		}
 		return nil, stoppedBy(waitSig, fmt.Sprintf("while acquiring lease %s; nothing ran, the lease was released", exit.Quote(name)))
+	}
+	switch c := l.Cause; {
+	case c == nil:
+	case c.Trigger == lease.TriggerManual:
+		log.Info("running a trigger", "by", exit.Cut(c.By), "reason", exit.Cut(c.Reason), "at", rfc3339(c.Occurrence))
+	case c.Trigger == lease.TriggerRetry:
+		log.Info("retrying an occurrence that failed", "occurrence", rfc3339(c.Occurrence), "attempt", c.Attempt, "attempts", o.Retries+1)
 	}
 	return l, nil
 }
@@ -257,26 +265,74 @@ func launch(p Prepared, env []string, d deadlines) (Process, error) {
 	return nil, err
 }
 
-// leaseSchedule is the schedule as the lease asks it (lease.Schedule).
+// leaseSchedule is the schedule as the lease asks it (lease.Schedule): the
+// decision is schedule.DecideRetry's, on what the lease blob records.
 type leaseSchedule struct {
 	s        *schedule.Schedule
 	deadline time.Duration
+	retries  schedule.Retries
 }
 
 func (l leaseSchedule) String() string { return l.s.String() }
 
-func (l leaseSchedule) Due(now, created, last time.Time) (time.Time, *lease.SkipError) {
-	d := l.s.Decide(now, created, last, l.deadline)
-	reason := lease.SkipNotDue
+func (l leaseSchedule) Due(p *lease.Properties) (lease.Due, *lease.SkipError) {
+	last, cause := lastAttempt(p)
+	d := l.s.DecideRetry(p.Date, p.Created, last, l.deadline, l.retries)
+	due := lease.Due{Occurrence: d.Occurrence, Attempt: d.Attempt, Missed: -1}
+	var reason lease.SkipReason
 	switch d.Verdict {
 	case schedule.Run:
-		return d.Occurrence, nil
+		// The occurrences due since the one started last that never
+		// started (none before the first).
+		due.Missed = 0
+		if !p.Occurrence.IsZero() {
+			due.Missed = l.s.Between(p.Occurrence, d.Occurrence)
+		}
+		return due, nil
+	case schedule.Retry:
+		if cause != nil && cause.Missed >= 0 {
+			due.Missed = cause.Missed // the occurrence's, as its first attempt had it
+		}
+		return due, nil
+	case schedule.Lost:
+		due.FoundLost, due.RetryAt = true, d.RetryAt
+		return due, nil
 	case schedule.Started:
 		reason = lease.SkipStarted
 	case schedule.Missed:
 		reason = lease.SkipMissed
+	case schedule.RetryLater:
+		reason = lease.SkipRetryLater
+	case schedule.GaveUp:
+		reason = lease.SkipRetriesDone
+	default:
+		reason = lease.SkipNotDue
 	}
-	return d.Occurrence, &lease.SkipError{Reason: reason, Occurrence: d.Occurrence}
+	return due, &lease.SkipError{Reason: reason, Occurrence: d.Occurrence, Attempt: d.Attempt, RetryAt: d.RetryAt}
+}
+
+// lastAttempt is what p records of the occurrence last started, as the
+// decision reads it, and the cause of that attempt's run (nil if none).
+func lastAttempt(p *lease.Properties) (schedule.Attempt, *lease.Cause) {
+	a := schedule.Attempt{Occurrence: p.Occurrence, Number: p.Attempt}
+	r, lost := p.LastAttempt()
+	switch {
+	case r == nil || r.Running:
+		a.Outcome = schedule.Going
+	case r.Succeeded():
+		a.Outcome = schedule.Succeeded
+	case r.ExitCode != nil:
+		a.Outcome, a.EndedAt = schedule.Failed, r.End
+		if r.End.IsZero() {
+			a.EndedAt = r.Start
+		}
+	case r.EndUnknown():
+		a.Outcome, a.EndedAt = schedule.Vanished, lost
+	}
+	if r == nil {
+		return a, nil
+	}
+	return a, r.Cause
 }
 
 // leaseSchedule is WaitOptions.Schedule: nil without --schedule.
@@ -284,7 +340,7 @@ func (o *Options) leaseSchedule() lease.Schedule {
 	if o.Schedule == nil {
 		return nil
 	}
-	return leaseSchedule{s: o.Schedule, deadline: o.StartingDeadline}
+	return leaseSchedule{s: o.Schedule, deadline: o.StartingDeadline, retries: schedule.Retries{Max: o.Retries, Delay: o.RetryDelay}}
 }
 
 // logSkip says why an invocation ran nothing: a missed occurrence is the
@@ -312,6 +368,12 @@ func logSkip(log hclog.Logger, o *Options, skip *lease.SkipError) {
 			return
 		}
 		log.Debug("skipped: no occurrence of the schedule is due", "latest", rfc3339(skip.Occurrence))
+	case lease.SkipRetryLater:
+		log.Debug("skipped: the occurrence failed; its retry is not due yet", "occurrence", rfc3339(skip.Occurrence),
+			"attempt", skip.Attempt, "retry_at", rfc3339(skip.RetryAt))
+	case lease.SkipRetriesDone:
+		log.Debug("skipped: the occurrence failed, and no retry is left", "occurrence", rfc3339(skip.Occurrence),
+			"attempts", skip.Attempt, "retries", o.Retries)
 	case lease.SkipOnce:
 		args := []any{"succeeded_on", skip.Holder}
 		if !skip.Start.IsZero() {

@@ -51,6 +51,14 @@ type attempt struct {
 	reason       string      // Hold's latest answer
 	pauseReason  string      // the latest marker read's pause (pauseText); "" if none
 	pauseRefused bool        // the marker's read was refused (warned once)
+	// trigger is the trigger marker as last read (nil: none, or not read);
+	// triggerRefused: its read was refused (warned once). markersFresh: a
+	// read step that would have skipped just read both markers
+	// (triggerWaits), with pause freshPause: the acquire takes that read.
+	trigger        *Trigger
+	triggerRefused bool
+	markersFresh   bool
+	freshPause     string
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.
@@ -117,12 +125,16 @@ func (a *attempt) acquireOne(ctx context.Context, free *Properties, unread bool)
 	}
 	var pr *inflight // a follower's poll read, the claim's to reuse (Acquire's doc)
 	if !unread {
-		a.reqStart = time.Now()
-		reason, err := a.readPause(ctx)
-		if err != nil {
-			return nil, stepRead, a.failed(ctx, err)
+		reason := a.freshPause
+		if !a.markersFresh {
+			a.reqStart = time.Now()
+			var err error
+			if reason, err = a.readMarkers(ctx); err != nil {
+				return nil, stepRead, a.failed(ctx, err)
+			}
+			a.succeeded()
 		}
-		a.succeeded()
+		a.markersFresh, a.freshPause = false, ""
 		if a.paused(reason) {
 			return nil, stepRead, a.giveUpOrWait(ctx, free)
 		}
@@ -170,6 +182,7 @@ func (a *attempt) settle(ctx context.Context, err error) (step, error) {
 // acquire): stepFree if the lease is free, else read again after a
 // failure's backoff or a poll interval.
 func (a *attempt) read(ctx context.Context) (poll, step, error) {
+	a.markersFresh = false
 	rctx, cancel := a.requestCtx(ctx)
 	p, err := a.b.getProperties(rctx)
 	cancel()
@@ -184,17 +197,12 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	if !a.ownClaim(p) {
 		a.claimOverwritten(p)
 	}
-	if err := a.pollCheck(p); err != nil {
-		return poll{}, stepRead, err // --once, or another --slots recorded (slots.go)
-	}
-	// A run started within the window skips, held or free (the claim checks).
-	if withinWindow(p, a.w.OncePer) && !a.ownClaim(p) {
-		return poll{}, stepRead, skipError(p, a.w.OncePer)
-	}
-	// Scheduled: an occurrence started, none due, or one missed skips, held
-	// or free; one due but held waits or gives up as held (the claim decides).
-	if p.Exists && !a.ownClaim(p) {
-		if _, err := a.due(p, p.Date); err != nil {
+	if err := a.skipAtRead(p); err != nil {
+		// A skip, unless the lease is free and a trigger waits to run
+		// (the claim runs it): read only then, never per poll of a held
+		// lease.
+		var skip *SkipError
+		if !errors.As(err, &skip) || p.State.Held() || !a.triggerWaits(ctx, p) {
 			return poll{}, stepRead, err
 		}
 	}
@@ -203,6 +211,59 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	}
 	a.contended = 0
 	return poll{}, stepRead, a.heldWait(ctx, p)
+}
+
+// skipAtRead is what a read p tells before any acquire: another --slots
+// recorded (an error), or a skip, held or free (the claim checks again):
+// --once done, a run started within the --once-per window, or, scheduled,
+// an occurrence started, none due, one missed, a retry not due or none
+// left. One due but held waits or gives up as held.
+func (a *attempt) skipAtRead(p *Properties) error {
+	if err := a.pollCheck(p); err != nil {
+		return err // --once, or another --slots recorded (slots.go)
+	}
+	if a.ownClaim(p) {
+		return nil
+	}
+	if withinWindow(p, a.w.OncePer) {
+		return skipError(p, a.w.OncePer)
+	}
+	if p.Exists {
+		if _, err := a.due(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// triggerWaits is asked when a read of the free lease p would skip, for a
+// line that takes triggers: it reads the trigger marker (one request) and
+// reports whether a trigger waits to run that no claim consumed and, read
+// only then, no pause holds off; the acquire that follows takes that read
+// of the markers as its own.
+func (a *attempt) triggerWaits(ctx context.Context, p *Properties) bool {
+	if !a.takesTriggers() {
+		return false
+	}
+	rctx, cancel := a.requestCtx(ctx)
+	a.readTrigger(rctx)
+	cancel()
+	if !a.trigger.pendingIn(p) {
+		return false
+	}
+	a.reqStart = time.Now()
+	reason, err := a.readMarkers(ctx)
+	if err != nil {
+		a.e.log.Debug("could not read the lease's markers", "error", err)
+		return false
+	}
+	a.succeeded()
+	if reason != "" || !a.trigger.pendingIn(p) {
+		return false
+	}
+	a.e.log.Debug("a trigger waits to run", "by", a.trigger.By, "at", a.trigger.At)
+	a.markersFresh, a.freshPause = true, reason
+	return true
 }
 
 // try sends one acquire (creating a missing container and blob) and claims
@@ -255,7 +316,7 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 		// A claim of ours that may stand was decided before any pause
 		// read now: it is finished (adopted, or made), not given up.
 		if !a.claimSent {
-			reason, err := a.readPause(ctx)
+			reason, err := a.readMarkers(ctx)
 			if err == nil && a.paused(reason) {
 				err = errPausedNow
 			}

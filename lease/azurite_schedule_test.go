@@ -19,16 +19,18 @@ type fixedSchedule struct {
 
 func (s fixedSchedule) String() string { return "test" }
 
-func (s fixedSchedule) Due(now, created, last time.Time) (time.Time, *SkipError) {
+func (s fixedSchedule) Due(p *Properties) (Due, *SkipError) {
+	now, created, last := p.Date, p.Created, p.Occurrence
+	d := Due{Occurrence: s.occ, Attempt: 1}
 	switch {
 	case now.Before(s.occ), !created.IsZero() && !s.occ.After(created):
-		return s.occ, &SkipError{Reason: SkipNotDue, Occurrence: s.occ}
+		return d, &SkipError{Reason: SkipNotDue, Occurrence: s.occ}
 	case !last.IsZero() && !last.Before(s.occ):
-		return s.occ, &SkipError{Reason: SkipStarted, Occurrence: s.occ}
+		return d, &SkipError{Reason: SkipStarted, Occurrence: s.occ}
 	case s.deadline > 0 && now.Sub(s.occ) > s.deadline:
-		return s.occ, &SkipError{Reason: SkipMissed, Occurrence: s.occ}
+		return d, &SkipError{Reason: SkipMissed, Occurrence: s.occ}
 	}
-	return s.occ, nil
+	return d, nil
 }
 
 // scheduledBlob makes the lease blob and returns an occurrence due a

@@ -23,6 +23,9 @@ type Blob struct {
 	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
 
+	// trigger is the lease's trigger marker (names.go); nil likewise.
+	trigger *Blob
+
 	createdHere atomic.Bool // ensureBlob created the blob (CreatedHere)
 }
 
@@ -65,6 +68,8 @@ type Properties struct {
 
 	Schedule   string    // --schedule: the schedule recorded; "" if none
 	Occurrence time.Time // --schedule: the occurrence last started; zero if none
+	Attempt    int       // --schedule: the attempt of Occurrence last started (--retries); 1 if not recorded
+	Mode       string    // the kind of line of the latest claim: ModeSchedule, ModeOncePer, ModeOnce; "" for others
 
 	// Parsed from the metadata; zero if absent or malformed.
 	Holder        string

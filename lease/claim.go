@@ -2,13 +2,15 @@ package lease
 
 // claim.go: the claim of the new term in the blob's metadata after an
 // acquire, and the read sent with (or before) the acquire that it reuses.
-// The claim records the occurrence due (WaitOptions.Schedule) in its one
-// metadata write, with the term, the start and the nonce: an occurrence
-// starts at most once in the fleet, even if its run fails, its holder dies,
-// or the claim's answer is lost.
+// The claim records the occurrence due (WaitOptions.Schedule) and its
+// attempt, or the trigger it runs (trigger.go), in its one metadata write,
+// with the term, the start and the nonce: an occurrence starts at most once
+// in the fleet per attempt, and a trigger runs once, even if its run fails,
+// its holder dies, or the claim's answer is lost.
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -76,6 +78,19 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if err != nil {
 			return err
 		}
+		if t.foundLost != nil {
+			// Nothing runs: the attempt last started is recorded as found
+			// lost now, under our lease, for its retry's delay to count
+			// from; a write that fails is made by the next contender.
+			_, err := a.writeClaim(ctx, rctx, l.ID, ifMatch, t.md)
+			if se := asStorageError(err); se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+				continue
+			}
+			if err != nil {
+				a.e.log.Debug("could not record the failed attempt as found", "error", err)
+			}
+			return t.foundLost
+		}
 		a.claimSent, a.claimBase, a.claimTerm = true, lowered(p.Metadata), t.term
 		ans, err := a.writeClaim(ctx, rctx, l.ID, ifMatch, t.md)
 		switch se := asStorageError(err); {
@@ -95,6 +110,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			return err
 		}
 		l.Term, l.AcquiredAt, l.Occurrence, l.meta = t.term, t.acquiredAt, t.occurrence, t.md
+		l.Cause, l.LastSuccess = t.cause, t.lastSuccess
 		l.runStartRecorded = !t.now.IsZero()
 		l.preRun = a.claimBase
 		a.claimSent = false // landed: the Lease takes it from here
@@ -136,34 +152,62 @@ func (a *attempt) writeClaim(ctx, rctx context.Context, leaseID, ifMatch string,
 type Schedule interface {
 	// String is the schedule as given: recorded with each claim.
 	String() string
-	// Due is asked with now, the service's clock; created, when the
-	// blob was made (zero: unknown); last, the occurrence last started
-	// (zero: none). It returns the occurrence to run, or a *SkipError
-	// (Reason SkipNotDue, SkipStarted or SkipMissed) not to run. It must
-	// be cheap and do no I/O.
-	Due(now, created, last time.Time) (occurrence time.Time, skip *SkipError)
+	// Due is asked with p, a read of the lease blob: p.Date is the
+	// service's clock, p.State whether the lease is held (the claim asks
+	// as if free: it holds the lease), and p records the blob's creation,
+	// the occurrence last started, its attempt and how that went
+	// (Properties.LastAttempt). It returns the run that is due, or a
+	// *SkipError (SkipNotDue, SkipStarted, SkipMissed, SkipRetryLater,
+	// SkipRetriesDone) not to run. It must be cheap and do no I/O.
+	Due(p *Properties) (Due, *SkipError)
 }
 
-// due asks the schedule about p, read at now. Without a schedule or a
+// Due is what a Schedule says is due.
+type Due struct {
+	Occurrence time.Time // the occurrence to run
+	Attempt    int       // its attempt: 1, or more for a retry (--retries)
+	Missed     int       // occurrences due since the previous one started that never started; -1: unknown
+	// FoundLost: the attempt last started vanished (its holder gone with
+	// no end recorded, the lease free) and nobody recorded when it was
+	// found so: nothing runs now; the claim records the time, and the
+	// retry is due at RetryAt.
+	FoundLost bool
+	RetryAt   time.Time
+}
+
+// trigger is why the run runs: a scheduled occurrence, or a retry of one.
+func (d Due) trigger() string {
+	if d.Attempt > 1 {
+		return TriggerRetry
+	}
+	return TriggerSchedule
+}
+
+// due asks the schedule about p, read at p.Date. Without a schedule or a
 // service time it lets the attempt go on (the claim decides).
-func (a *attempt) due(p *Properties, now time.Time) (time.Time, error) {
-	if a.w.Schedule == nil || now.IsZero() {
-		return time.Time{}, nil
+func (a *attempt) due(p *Properties) (Due, error) {
+	if a.w.Schedule == nil || p.Date.IsZero() {
+		return Due{}, nil
 	}
-	occ, skip := a.w.Schedule.Due(now, p.Created, p.Occurrence)
+	d, skip := a.w.Schedule.Due(p)
 	if skip != nil {
-		return occ, skip
+		return d, skip
 	}
-	return occ, nil
+	return d, nil
 }
 
 // termWrite is a claim's write: the new term and the metadata that records it.
 type termWrite struct {
-	term       int64
-	acquiredAt time.Time
-	occurrence time.Time // the scheduled occurrence it runs; zero without one
-	now        time.Time // the service time of the claim
-	md         map[string]string
+	term        int64
+	acquiredAt  time.Time
+	occurrence  time.Time // the scheduled occurrence it runs, or the trigger's time; zero without one
+	cause       *Cause    // why it runs; nil: a run without a schedule or a trigger
+	lastSuccess time.Time // when the last run that exited 0 ended; zero if unknown
+	now         time.Time // the service time of the claim
+	md          map[string]string
+	// foundLost, if set, is not a claim: md records the attempt last
+	// started as found lost, and the attempt then skips with it.
+	foundLost *SkipError
 }
 
 // newTerm checks p, the metadata as of l's acquire, and makes the new term's write.
@@ -171,16 +215,33 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	cfg := a.e.cfg
 	now := maxTime(p.Date, l.AcquiredAt)
 	at := *p
-	at.Date = now
-	if withinWindow(&at, a.w.OncePer) {
-		return termWrite{}, skipError(p, a.w.OncePer)
-	}
-	occ, err := a.due(&at, now)
-	if err != nil {
-		return termWrite{}, err // --schedule: nothing due, or already started
+	at.Date, at.State = now, StateAvailable // as of our acquire: free
+	// A trigger that no claim consumed yet runs now, whatever the window,
+	// the schedule or --once say (a pause held the acquire off before).
+	trig := a.pendingTrigger(p)
+	var due Due
+	if trig == nil {
+		if withinWindow(&at, a.w.OncePer) {
+			return termWrite{}, skipError(p, a.w.OncePer)
+		}
+		var err error
+		if due, err = a.due(&at); err != nil {
+			return termWrite{}, err // --schedule: nothing due, already started, a retry not due
+		}
 	}
 	if err := a.pollCheck(p); err != nil {
-		return termWrite{}, err // --once, or another --slots recorded (slots.go)
+		var skip *SkipError
+		if trig == nil || !errors.As(err, &skip) {
+			return termWrite{}, err // --once, or another --slots recorded (slots.go)
+		}
+	}
+	if due.FoundLost {
+		md := lowered(p.Metadata)
+		if r, _ := at.LastAttempt(); r != nil {
+			md[mdLostAt] = strconv.FormatInt(r.Term, 10) + "," + formatTime(now)
+		}
+		return termWrite{md: md, foundLost: &SkipError{Reason: SkipRetryLater, Occurrence: due.Occurrence,
+			Attempt: due.Attempt, RetryAt: due.RetryAt}}, nil
 	}
 	stored, err := parseTerm(p.Metadata[mdTerm])
 	if err != nil {
@@ -204,13 +265,36 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 	md[mdAcquiredAt] = formatTime(acquiredAt)
 	md[mdVersion] = cfg.Version
 	md[mdClaim] = a.nonce
-	if a.w.Schedule != nil && !occ.IsZero() {
-		md[mdSchedule], md[mdOccurrence] = a.w.Schedule.String(), formatTime(occ)
+	delete(md, mdLostAt) // of a run the history now holds
+	if mode := a.w.mode(); mode != "" {
+		md[mdMode] = mode
+	} else {
+		delete(md, mdMode)
+	}
+	var cause *Cause
+	switch {
+	case trig != nil:
+		cause = &Cause{Trigger: TriggerManual, Attempt: 1, Occurrence: trig.At, Missed: -1, By: trig.By, Reason: trig.Reason}
+		md[mdTriggered] = strconv.FormatInt(term, 10) + "," + trig.Nonce
+	case a.w.Schedule != nil && !due.Occurrence.IsZero():
+		md[mdSchedule], md[mdOccurrence] = a.w.Schedule.String(), formatTime(due.Occurrence)
+		md[mdAttempt] = strconv.Itoa(max(due.Attempt, 1))
+		cause = &Cause{Trigger: due.trigger(), Attempt: max(due.Attempt, 1), Occurrence: due.Occurrence, Missed: due.Missed}
+	}
+	var occ time.Time
+	if cause != nil {
+		md[causeKey(term)] = encodeCause(*cause)
+		occ = cause.Occurrence
 	}
 	if cfg.Slots > 1 {
 		md[mdSlots] = strconv.Itoa(cfg.Slots)
 	}
-	return termWrite{term: term, acquiredAt: acquiredAt, occurrence: occ, now: now, md: md}, nil
+	var lastSuccess time.Time
+	if r := LastSuccess(p.Metadata); r != nil {
+		lastSuccess = r.End
+	}
+	return termWrite{term: term, acquiredAt: acquiredAt, occurrence: occ, cause: cause, lastSuccess: lastSuccess,
+		now: now, md: fitMetadata(md)}, nil
 }
 
 // claimOverwritten is told of a read without our nonce: a claim of ours
@@ -248,8 +332,11 @@ func (a *attempt) adopt(l *Lease, p *Properties) {
 	if !p.AcquiredAt.IsZero() {
 		l.AcquiredAt = p.AcquiredAt
 	}
-	if a.w.Schedule != nil {
-		l.Occurrence = p.Occurrence
+	if c, ok := decodeCause(p.Metadata[causeKey(p.Term)]); ok {
+		l.Cause, l.Occurrence = &c, c.Occurrence
+	}
+	if r := LastSuccess(p.Metadata); r != nil {
+		l.LastSuccess = r.End
 	}
 	l.sawDate(p.Date)
 }

@@ -111,8 +111,11 @@ type SkipError struct {
 	Start  time.Time     // when it started (service time; SkipOnce: when it ended; zero if unknown)
 	Window time.Duration // the once-per window
 	// Occurrence: with SkipNotDue, SkipStarted and SkipMissed, the latest
-	// occurrence of the schedule (zero with SkipNotDue if none).
+	// occurrence of the schedule (zero with SkipNotDue if none); with
+	// SkipRetryLater and SkipRetriesDone, the occurrence that failed.
 	Occurrence time.Time
+	Attempt    int       // SkipRetryLater, SkipRetriesDone: the attempt of Occurrence last started
+	RetryAt    time.Time // SkipRetryLater: when its retry is due (service time)
 }
 
 // SkipReason says why a run was skipped.
@@ -125,6 +128,8 @@ const (
 	SkipNotDue                        // --schedule: no occurrence due (none since the lease blob was made)
 	SkipStarted                       // --schedule: the latest occurrence was already started, by anyone
 	SkipMissed                        // --schedule: the latest occurrence never started and is past --starting-deadline
+	SkipRetryLater                    // --retries: the occurrence last started failed; its retry is not due yet
+	SkipRetriesDone                   // --retries: it failed, and no retry is left (or none would start within --starting-deadline)
 )
 
 func (e *SkipError) Error() string {
@@ -140,6 +145,10 @@ func (e *SkipError) Error() string {
 		return fmt.Sprintf("lease: skipped: the occurrence %s was already started", formatTime(e.Occurrence))
 	case SkipMissed:
 		return fmt.Sprintf("lease: skipped: the occurrence %s never started and is past the starting deadline", formatTime(e.Occurrence))
+	case SkipRetryLater:
+		return fmt.Sprintf("lease: skipped: attempt %d of the occurrence %s failed; the next is due at %s", e.Attempt, formatTime(e.Occurrence), formatTime(e.RetryAt))
+	case SkipRetriesDone:
+		return fmt.Sprintf("lease: skipped: attempt %d of the occurrence %s failed, and no retry is left", e.Attempt, formatTime(e.Occurrence))
 	}
 	return fmt.Sprintf("lease: skipped: a run by %s started at %s, within the %s once-per window", who, formatTime(e.Start), e.Window)
 }

@@ -22,11 +22,11 @@ type oneOccurrence struct{ occ time.Time }
 
 func (oneOccurrence) String() string { return "test" }
 
-func (s oneOccurrence) Due(now, created, last time.Time) (time.Time, *SkipError) {
-	if !last.Before(s.occ) {
-		return s.occ, &SkipError{Reason: SkipStarted, Occurrence: s.occ}
+func (s oneOccurrence) Due(p *Properties) (Due, *SkipError) {
+	if !p.Occurrence.Before(s.occ) {
+		return Due{Occurrence: s.occ, Attempt: 1}, &SkipError{Reason: SkipStarted, Occurrence: s.occ}
 	}
-	return s.occ, nil
+	return Due{Occurrence: s.occ, Attempt: 1}, nil
 }
 
 // A stop request (ctx cancelled) while the claim's write has landed and its

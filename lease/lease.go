@@ -21,16 +21,23 @@ const releaseTimeout = 5 * time.Second // bounds a release, from a fresh context
 // (child exits) → RecordRunEnd → Release. If Lost closes, stop the child by
 // LostErr().StopAt and SIGKILL it by LostErr().KillBy, then Release.
 type Lease struct {
-	ID         string        // the lease ID held (LEADERRUN_LEASE_ID)
-	Term       int64         // the fencing token (LEADERRUN_TERM): grows at every acquisition
-	Name       string        // the lease name (LEADERRUN_LEASE): the blob name of slot 0
-	Slot       int           // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
-	URL        string        // the blob URL, no query (LEADERRUN_LEASE_URL)
-	Identity   string        // this holder (LEADERRUN_IDENTITY)
-	AcquiredAt time.Time     // when the term began, by the service's clock
-	Occurrence time.Time     // the scheduled occurrence this term runs (LEADERRUN_OCCURRENCE); zero without one
-	Duration   time.Duration // the lease duration
-	StopBudget time.Duration // the grace after the stop signal once Lost closes: KillGrace capped at Duration/3
+	ID         string    // the lease ID held (LEADERRUN_LEASE_ID)
+	Term       int64     // the fencing token (LEADERRUN_TERM): grows at every acquisition
+	Name       string    // the lease name (LEADERRUN_LEASE): the blob name of slot 0
+	Slot       int       // the slot held (LEADERRUN_SLOT): 0 … Config.Slots−1; its blob is SlotBlob(Name, Slot)
+	URL        string    // the blob URL, no query (LEADERRUN_LEASE_URL)
+	Identity   string    // this holder (LEADERRUN_IDENTITY)
+	AcquiredAt time.Time // when the term began, by the service's clock
+	Occurrence time.Time // the scheduled occurrence this term runs, or its trigger's time (LEADERRUN_OCCURRENCE); zero without either
+	// Cause is why this term runs: a scheduled occurrence, a retry of one,
+	// or a trigger (LEADERRUN_TRIGGER, LEADERRUN_ATTEMPT, LEADERRUN_MISSED);
+	// nil for a run without a schedule or a trigger.
+	Cause *Cause
+	// LastSuccess is when the last run that exited 0 ended, as the lease
+	// recorded it before this term (LEADERRUN_LAST_SUCCESS); zero if unknown.
+	LastSuccess time.Time
+	Duration    time.Duration // the lease duration
+	StopBudget  time.Duration // the grace after the stop signal once Lost closes: KillGrace capped at Duration/3
 
 	b             *Blob
 	renewInterval time.Duration
@@ -142,9 +149,10 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 }
 
 // ReleaseUnused gives back a lease whose COMMAND never started: it takes
-// back the claim's run (the run keys and the occurrence it started, as they
-// were before the claim: no run in the history that never happened, no
-// once-per window or scheduled occurrence spent), then releases. The term
+// back the claim's run (the run keys, the occurrence it started and the
+// trigger it consumed, as they were before the claim: no run in the history
+// that never happened, no once-per window, scheduled occurrence, retry or
+// trigger spent), then releases. The term
 // stays: it only grows. It works on ctx's values, not its cancellation (a
 // stop request is what usually brings it here), within requestTimeout for
 // the take-back and releaseTimeout for the release. A take-back that fails
@@ -153,11 +161,14 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	if l.preRun != nil {
 		err := l.updateMetadata(ctx, "take back the claim", func(md map[string]string) map[string]string {
-			for _, k := range claimedKeys() {
-				if v, ok := l.preRun[k]; ok {
-					md[k] = v
-				} else {
+			for k := range md {
+				if claimedKey(k) {
 					delete(md, k)
+				}
+			}
+			for k, v := range l.preRun {
+				if claimedKey(k) {
+					md[k] = v
 				}
 			}
 			return md

@@ -280,6 +280,7 @@ type View struct {
 	Slots     []Slot    // the slot blobs that exist, by slot; slot 0 may be missing
 	SlotCount int       // N: the largest count any slot records, or one more than the highest slot seen (1 if none)
 	Pause     *Pause    // the pause marker; nil if none (it may have run out: see Paused)
+	Trigger   *Trigger  // the trigger marker; nil if none (it may have run: see PendingTrigger)
 	DoneHosts []string  // hosts with a done marker, sorted
 	Date      time.Time // the service's Date of the reads
 }
@@ -388,6 +389,8 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 			v.Slots = append(v.Slots, Slot{Index: n.Slot, URL: url(b.Name), Props: b.Props})
 		case KindPause:
 			get(n.Lease).Pause = pauseOf(b.Props.Metadata)
+		case KindTrigger:
+			get(n.Lease).Trigger = triggerOf(b.Props.Metadata)
 		case KindDone:
 			v := get(n.Lease)
 			if !slices.Contains(v.DoneHosts, n.Host) { // a host done before and after an upgrade

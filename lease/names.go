@@ -11,13 +11,15 @@ package lease
 //	NAME              slot 0 (the only slot when --slots is 1)
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
 //	NAME~pause        the pause marker (leaderrun pause / resume)
+//	NAME~trigger      the trigger marker (leaderrun trigger)
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //	~output/NAME~TERM the output kept of the run of TERM (--keep-output;
 //	                  ~output/NAME~slot-I~TERM for slot I: output.go)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
 // releases, NAME~done/HOST, are still read. Here too: Azure's naming rules
-// for accounts, containers and blobs, and the pause marker's record.
+// for accounts, containers and blobs, and the pause and trigger markers'
+// records.
 
 import (
 	"net/url"
@@ -32,9 +34,10 @@ import (
 const MarkerSep = "~"
 
 const (
-	slotMarker  = "slot-"
-	pauseMarker = "pause"
-	doneMarker  = "done/"
+	slotMarker    = "slot-"
+	pauseMarker   = "pause"
+	triggerMarker = "trigger"
+	doneMarker    = "done/"
 	// HelperPrefix begins the names of the helper blobs that accumulate.
 	HelperPrefix = MarkerSep
 	// afterHelpers sorts after every name that begins with HelperPrefix
@@ -49,10 +52,11 @@ const MaxSlots = 50
 type BlobKind int
 
 const (
-	KindSlot  BlobKind = iota // a lease blob: slot 0 (NAME) or NAME~slot-I
-	KindPause                 // NAME~pause
-	KindDone                  // NAME~done/HOST
-	KindOther                 // NAME~something leaderrun does not write
+	KindSlot    BlobKind = iota // a lease blob: slot 0 (NAME) or NAME~slot-I
+	KindPause                   // NAME~pause
+	KindDone                    // NAME~done/HOST
+	KindOther                   // NAME~something leaderrun does not write
+	KindTrigger                 // NAME~trigger
 )
 
 // SlotBlob is the blob name of slot i of lease name.
@@ -65,6 +69,9 @@ func SlotBlob(name string, i int) string {
 
 // PauseBlob is the blob name of lease name's pause marker.
 func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
+
+// TriggerBlob is the blob name of lease name's trigger marker.
+func TriggerBlob(name string) string { return name + MarkerSep + triggerMarker }
 
 // DonePrefix is the prefix of lease name's done markers.
 func DonePrefix(name string) string { return HelperPrefix + doneMarker + name + MarkerSep }
@@ -101,6 +108,8 @@ func ParseBlobName(blob string) BlobName {
 	switch {
 	case rest == pauseMarker:
 		b.Kind = KindPause
+	case rest == triggerMarker:
+		b.Kind = KindTrigger
 	case strings.HasPrefix(rest, doneMarker) && len(rest) > len(doneMarker):
 		b.Kind, b.Host = KindDone, rest[len(doneMarker):]
 	case strings.HasPrefix(rest, slotMarker):
@@ -239,4 +248,68 @@ func (p Pause) Metadata() (map[string]string, error) {
 		md[mdPauseDrain] = "true"
 	}
 	return md, nil
+}
+
+// The trigger marker's metadata keys. The marker asks the next invocation
+// of the lease's line (--schedule, --once-per, --once) to run COMMAND once,
+// now; the claim that does consumes it by recording its nonce in the lease
+// blob's metadata (mdTriggered), so that a marker left behind, or read by
+// another contender at the same time, does not run twice. It is a
+// zero-length blob of its own: its keys do not count against the lease
+// blob's 8 KB.
+const (
+	mdTriggerBy     = "by"     // who asked: printable ASCII, at most maxTriggerByLen characters
+	mdTriggerAt     = "at"     // RFC 3339, service time: when (the run's LEADERRUN_OCCURRENCE)
+	mdTriggerReason = "reason" // why: printable ASCII, at most maxPauseReasonLen; absent if none given
+	mdTriggerNonce  = "nonce"  // a random value per trigger
+)
+
+const maxTriggerByLen = 128
+
+// Trigger is a request to run a lease's line once, now, as its marker
+// records it (service time).
+type Trigger struct {
+	By     string    // who asked
+	At     time.Time // when, by the service's clock
+	Reason string    // why; "" if none given
+	Nonce  string    // identifies this request: the claim that runs it records it
+}
+
+// triggerOf reads a trigger marker's metadata (keys lowercase); nil if it
+// has no nonce (nothing leaderrun wrote, or a partial write).
+func triggerOf(md map[string]string) *Trigger {
+	if md[mdTriggerNonce] == "" {
+		return nil
+	}
+	return &Trigger{By: md[mdTriggerBy], At: parseTime(md[mdTriggerAt]).UTC(), Reason: md[mdTriggerReason], Nonce: md[mdTriggerNonce]}
+}
+
+// Metadata is what `leaderrun trigger` writes on the marker. A who or a
+// reason not in printable ASCII, too long or space-padded is a
+// *ConfigError.
+func (t Trigger) Metadata() (map[string]string, error) {
+	if err := checkHeaderValue("trigger's requester", t.By, maxTriggerByLen); err != nil {
+		return nil, err
+	}
+	md := map[string]string{mdTriggerBy: t.By, mdTriggerNonce: t.Nonce}
+	if t.Reason != "" {
+		if err := checkHeaderValue("trigger reason", t.Reason, maxPauseReasonLen); err != nil {
+			return nil, err
+		}
+		md[mdTriggerReason] = t.Reason
+	}
+	if !t.At.IsZero() {
+		md[mdTriggerAt] = formatTime(t.At)
+	}
+	return md, nil
+}
+
+// pendingIn reports whether t is still to run by the lease blob's
+// metadata p: not consumed by a claim. A nil t is not.
+func (t *Trigger) pendingIn(p *Properties) bool {
+	if t == nil {
+		return false
+	}
+	nonce, _ := p.Triggered()
+	return nonce != t.Nonce
 }

@@ -2,7 +2,8 @@ package lease
 
 // The pause of a lease, as requests: reading, writing and deleting its
 // marker (NAME~pause: names.go), and a contender's check before
-// each acquire: one read per acquire, never per poll of a held lease. The
+// each acquire: one read per acquire, never per poll of a held lease (with
+// the trigger marker's beside it, in the same round trip: trigger.go). The
 // optimistic acquire sends it along (no extra round trip) and, if paused,
 // releases the lease it got without claiming a term; a follower whose poll
 // found the lease free reads it first (a round trip more per handover).
@@ -15,6 +16,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -127,17 +129,24 @@ func pauseText(p *Pause) string {
 	return fmt.Sprintf("paused: %s (until %s)", reason, p.Until.UTC().Format(time.RFC3339))
 }
 
-// readPause reads the marker (while the blob's read sent along with an
-// optimistic acquire is in flight): pauseText if paused at the read's Date,
-// or a failure; one that may not read it (401, 403) reads as not paused,
+// readMarkers reads the pause marker (while the blob's read sent along with
+// an optimistic acquire is in flight) and, for a line that takes triggers,
+// the trigger marker beside it (trigger.go: into a.trigger), both in one
+// round trip: pauseText if paused at the read's Date, or a failure of the
+// pause's read; one that may not read it (401, 403) reads as not paused,
 // warned once per Acquire. A blob with no marker (fakes) is not paused.
-func (a *attempt) readPause(ctx context.Context) (string, error) {
+func (a *attempt) readMarkers(ctx context.Context) (string, error) {
 	if a.b.marker == nil {
 		return "", nil
 	}
 	rctx, cancel := context.WithDeadline(ctx, a.requestDeadline())
+	defer cancel()
+	var triggerRead sync.WaitGroup
+	if a.takesTriggers() {
+		triggerRead.Go(func() { a.readTrigger(rctx) })
+	}
 	props, err := a.b.marker.getProperties(rctx)
-	cancel()
+	triggerRead.Wait()
 	switch {
 	case denied(err):
 		if !a.pauseRefused {

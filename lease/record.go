@@ -25,6 +25,18 @@ const (
 	mdSlots         = "slots"      // the slot count, on every slot blob of a lease of several
 	mdSchedule      = "schedule"   // a scheduled lease's schedule, as given
 	mdOccurrence    = "occurrence" // and its occurrence last started (RFC 3339, UTC)
+	mdAttempt       = "attempt"    // and the attempt of it last started, 1 … (--retries); absent: 1
+	// The kind of line of the latest claim: schedule, once-per or once
+	// (the lines a trigger runs: `leaderrun trigger` asks); absent for others.
+	mdMode = "mode"
+	// "TERM,NONCE": the trigger marker (names.go) consumed last, by the
+	// claim of TERM. A marker with that nonce has run (or runs).
+	mdTriggered = "triggered"
+	// "TERM,TIME": the run of TERM was found, at TIME (RFC 3339), with no
+	// end recorded and its lease free; a retry's delay counts from then.
+	mdLostAt = "lostat"
+	// cause<TERM>: why the run of TERM ran (Cause), beside the history.
+	mdCausePrefix = "cause"
 
 	// The last run: its start is written with the claim, its end after.
 	mdLastRunStart  = "lastrunstart"
@@ -45,8 +57,12 @@ func newProperties(state State, raw map[string]string, date time.Time) *Properti
 	md := lowered(raw)
 	p := &Properties{Exists: true, State: state, Metadata: md, Date: date, Holder: md[mdHolder],
 		AcquiredAt: parseTime(md[mdAcquiredAt]), Directory: isDirectory(md),
-		Schedule: md[mdSchedule], Occurrence: parseTime(md[mdOccurrence])}
+		Schedule: md[mdSchedule], Occurrence: parseTime(md[mdOccurrence]), Mode: md[mdMode]}
 	p.Term, _ = parseTerm(md[mdTerm])
+	p.Attempt = 1
+	if n, err := strconv.Atoi(md[mdAttempt]); err == nil && n >= 1 {
+		p.Attempt = n
+	}
 	if s, err := strconv.Atoi(md[mdLeaseDuration]); err == nil && s > 0 {
 		p.LeaseDuration = time.Duration(s) * time.Second
 	}
@@ -109,6 +125,7 @@ type Run struct {
 	End      time.Time // when it ended; zero while running or when not recorded
 	ExitCode *int      // its exit status (0–255); nil while running or when not recorded
 	Running  bool      // no end recorded, and its holder still holds the lease (else: EndUnknown)
+	Cause    *Cause    // why it ran (a schedule, a retry, a trigger); nil if not recorded
 }
 
 // EndUnknown reports whether the run is over with its end never recorded:
@@ -122,14 +139,18 @@ func (r Run) Succeeded() bool { return r.ExitCode != nil && *r.ExitCode == 0 }
 // Failed reports whether the run ended with status ≠ 0 or its end is unknown.
 func (r Run) Failed() bool { return r.EndUnknown() || (r.ExitCode != nil && *r.ExitCode != 0) }
 
-// claimedKeys are the keys a claim changes that say a run started:
-// lastrun*, the history, and the scheduled occurrence it runs.
-func claimedKeys() []string {
-	keys := []string{mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit, mdSchedule, mdOccurrence}
-	for i := range historyLen {
-		keys = append(keys, historyKey(i))
+// claimedKey reports whether key is one a claim changes to say a run
+// started: lastrun*, the history and the runs' causes, the scheduled
+// occurrence and attempt it runs, the trigger it consumes, the lost run it
+// archives, and the kind of line.
+func claimedKey(key string) bool {
+	switch key {
+	case mdLastRunStart, mdLastRunEnd, mdLastRunHolder, mdLastRunTerm, mdLastExit,
+		mdSchedule, mdOccurrence, mdAttempt, mdMode, mdTriggered, mdLostAt:
+		return true
 	}
-	return keys
+	_, ok := causeTerm(key)
+	return ok || historyIndex(key) >= 0
 }
 
 func validExit(code *int) bool { return code != nil && *code >= 0 && *code <= 255 }
@@ -209,6 +230,56 @@ func setTime(md map[string]string, key string, t time.Time) {
 	} else {
 		md[key] = formatTime(t)
 	}
+}
+
+// The kinds of line a claim records (mdMode): those a trigger runs.
+const (
+	ModeSchedule = "schedule" // --schedule
+	ModeOncePer  = "once-per" // --once-per
+	ModeOnce     = "once"     // --once
+)
+
+// LastAttempt is what p records of the occurrence last started
+// (p.Occurrence, p.Attempt): that attempt's run, the newest run not
+// triggered by hand, if it started at or after the occurrence (nil if the
+// record has none); and when it was found lost, its lease free and no end
+// recorded (zero if not recorded). The run is Running only if p shows the
+// lease held.
+func (p *Properties) LastAttempt() (run *Run, lost time.Time) {
+	if p == nil || p.Occurrence.IsZero() {
+		return nil, time.Time{}
+	}
+	for _, r := range ReadHistory(p.Metadata, p.State.Held()) {
+		if r.Cause != nil && r.Cause.Trigger == TriggerManual {
+			continue
+		}
+		if r.Start.Before(p.Occurrence.Truncate(time.Second)) {
+			return nil, time.Time{}
+		}
+		term, at := termAnd(p.Metadata[mdLostAt])
+		if term == r.Term {
+			lost = parseTime(at)
+		}
+		return &r, lost
+	}
+	return nil, time.Time{}
+}
+
+// Triggered is the trigger marker's nonce the lease records as consumed
+// last, and the term of the claim that consumed it; "" if none.
+func (p *Properties) Triggered() (nonce string, term int64) {
+	term, nonce = termAnd(p.Metadata[mdTriggered])
+	return nonce, term
+}
+
+// termAnd reads "TERM,REST"; 0 and "" if malformed.
+func termAnd(v string) (int64, string) {
+	t, rest, ok := strings.Cut(v, ",")
+	term, err := parseTerm(t)
+	if !ok || err != nil || term <= 0 || rest == "" {
+		return 0, ""
+	}
+	return term, rest
 }
 
 // recordedSlots is the slot count a slot blob's metadata records: its slots

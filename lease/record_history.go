@@ -25,10 +25,19 @@ package lease
 // historyLen = 20 entries 3010, everything 4140, leaving 4052 for others'
 // keys (26 entries would leave a 3 KB reserve). Holders over 96 characters
 // are cut in history entries (the first 93 and "..."), whole in the lastrun
-// and lastsuccess keys. Should foreign keys crowd the metadata anyway,
-// [pushRun] drops the oldest entries until it fits.
+// and lastsuccess keys.
+//
+// A run of a schedule or a trigger also records why it ran ([Cause]), one
+// key per run beside its entry: a scheduled one about 50 bytes, a manual
+// one at most 191 (its requester cut to 32 characters, its reason to 48).
+// With the keys of --schedule, --retries and triggers at their largest and
+// every run of the history a manual one at its longest, everything takes
+// 8054 bytes: within the limit, with no room for others' keys. Should
+// foreign keys crowd the metadata, [pushRun] (and a claim, [fitMetadata])
+// drops the oldest entries, and their causes, until it fits.
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,13 +124,38 @@ func ring(md map[string]string) []Run {
 	return runs
 }
 
-// writeRing replaces md's history with runs (newest first), historyLen at most.
+// historyIndex is i for the key history<i> (0 … historyLen−1), else -1.
+func historyIndex(key string) int {
+	digits, ok := strings.CutPrefix(key, mdHistoryPrefix)
+	if !ok {
+		return -1
+	}
+	i, err := strconv.Atoi(digits)
+	if err != nil || i < 0 || i >= historyLen || strconv.Itoa(i) != digits {
+		return -1
+	}
+	return i
+}
+
+// writeRing replaces md's history with runs (newest first), historyLen at
+// most, and drops the causes of runs it no longer names (the lastrun*
+// keys' run keeps its own).
 func writeRing(md map[string]string, runs []Run) {
 	for i := range historyLen {
 		delete(md, historyKey(i))
 	}
+	keep := map[int64]bool{}
+	if t, err := parseTerm(md[mdLastRunTerm]); err == nil && md[mdLastRunTerm] != "" {
+		keep[t] = true
+	}
 	for i, r := range runs[:min(len(runs), historyLen)] {
 		md[historyKey(i)] = encodeRun(r)
+		keep[r.Term] = true
+	}
+	for k := range md {
+		if t, ok := causeTerm(k); ok && !keep[t] {
+			delete(md, k)
+		}
 	}
 }
 
@@ -160,18 +194,40 @@ func pushRun(md map[string]string, r Run) map[string]string {
 	return out
 }
 
+// fitMetadata returns md with the oldest history entries (and their causes)
+// dropped while it is over maxMetadataSize: a claim's write adds keys after
+// the history was pushed.
+func fitMetadata(md map[string]string) map[string]string {
+	if metadataSize(md) <= maxMetadataSize {
+		return md
+	}
+	runs := ring(md)
+	for n := len(runs); n >= 0; n-- {
+		writeRing(md, runs[:n])
+		if metadataSize(md) <= maxMetadataSize {
+			break
+		}
+	}
+	return md
+}
+
 // ReadHistory returns the runs md records, newest first: the lastrun* keys'
 // run (Running if it has no end and held says the lease is held now), then
-// the history entries. Malformed entries read as absent, so that status
-// shows what it can. md's keys must be lowercase (as in Properties.Metadata).
+// the history entries, each with its cause if recorded. Malformed entries
+// read as absent, so that status shows what it can. md's keys must be
+// lowercase (as in Properties.Metadata).
 func ReadHistory(md map[string]string, held bool) []Run {
 	runs := ring(md)
-	last, ok := lastRun(md)
-	if !ok || slices.ContainsFunc(runs, last.same) {
-		return runs
+	if last, ok := lastRun(md); ok && !slices.ContainsFunc(runs, last.same) {
+		last.Running = held && last.End.IsZero() && last.ExitCode == nil
+		runs = append([]Run{last}, runs...)
 	}
-	last.Running = held && last.End.IsZero() && last.ExitCode == nil
-	return append([]Run{last}, runs...)
+	for i := range runs {
+		if c, ok := decodeCause(md[causeKey(runs[i].Term)]); ok && runs[i].Term > 0 {
+			runs[i].Cause = &c
+		}
+	}
+	return runs
 }
 
 // LastSuccess returns the last run md records as ended with status 0 (nil:
@@ -266,4 +322,135 @@ func fateOf(r Run, current bool, state State, drain bool) Fate {
 		return Fate{Kind: FateBroken}
 	}
 	return Fate{Kind: FateLost}
+}
+
+// Why a run ran: a scheduled occurrence, a retry of one (--retries), or a
+// trigger (leaderrun trigger). Cause.Trigger's values, as COMMAND gets them
+// in LEADERRUN_TRIGGER.
+const (
+	TriggerSchedule = "schedule"
+	TriggerRetry    = "retry"
+	TriggerManual   = "manual"
+)
+
+// Cause is why a run ran, as its claim recorded it beside the history:
+//
+//	cause<TERM> = "TRIGGER,ATTEMPT,OCCURRENCE,MISSED,BY,REASON"   e.g. "retry,2,1795000000,0,,"
+//
+// OCCURRENCE is Unix seconds; MISSED is empty when unknown; BY has its
+// commas and percent signs escaped (%2C, %25); REASON comes last, so that
+// it needs no escaping. A run without one (a service's, --once-per's
+// without a trigger) records none.
+type Cause struct {
+	Trigger    string    // TriggerSchedule, TriggerRetry or TriggerManual
+	Attempt    int       // the attempt of Occurrence, 1 …; a manual run's is 1
+	Occurrence time.Time // the occurrence it ran; a manual run's is the trigger's time
+	Missed     int       // occurrences due since the previous one started that never started; -1: unknown
+	By, Reason string    // a manual run: who triggered it, and why (cut: causeByMax, causeReasonMax)
+}
+
+const (
+	causeByMax     = 32 // the longest BY a cause keeps; longer ones are cut ending in "..."
+	causeReasonMax = 48 // the longest REASON
+)
+
+// String is the cause as history shows it: "schedule 2026-03-10T03:00Z",
+// "retry 2 of 2026-03-10T03:00Z", "manual by alice@vm-1: a fix". An
+// occurrence is a cron schedule's, to the minute, and is written so (RFC
+// 3339's date and time without the seconds), which keeps history's table
+// within a terminal's 80 columns.
+func (c Cause) String() string {
+	switch c.Trigger {
+	case TriggerManual:
+		s := "manual"
+		if c.By != "" {
+			s += " by " + c.By
+		}
+		if c.Reason != "" {
+			s += ": " + c.Reason
+		}
+		return s
+	case TriggerRetry:
+		return "retry " + strconv.Itoa(c.Attempt) + " of " + minuteTime(c.Occurrence)
+	}
+	return c.Trigger + " " + minuteTime(c.Occurrence)
+}
+
+// minuteTime is t in UTC to the minute, "2026-03-10T03:00Z".
+func minuteTime(t time.Time) string {
+	if t.Second() != 0 || t.Nanosecond() != 0 {
+		return formatTime(t)
+	}
+	return t.UTC().Format("2006-01-02T15:04Z")
+}
+
+func causeKey(term int64) string { return mdCausePrefix + strconv.FormatInt(term, 10) }
+
+// causeTerm is TERM for the key cause<TERM>.
+func causeTerm(key string) (int64, bool) {
+	digits, ok := strings.CutPrefix(key, mdCausePrefix)
+	if !ok || digits == "" {
+		return 0, false
+	}
+	t, err := strconv.ParseInt(digits, 10, 64)
+	return t, err == nil && t > 0 && strconv.FormatInt(t, 10) == digits
+}
+
+// cut is s within n characters, cut ending in "..." if longer.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-len(cutMark)] + cutMark
+}
+
+var byEscaper = strings.NewReplacer("%", "%25", ",", "%2C")
+
+func encodeCause(c Cause) string {
+	missed := ""
+	if c.Missed >= 0 {
+		missed = strconv.Itoa(c.Missed)
+	}
+	var occ string
+	if !c.Occurrence.IsZero() {
+		occ = strconv.FormatInt(c.Occurrence.Unix(), 10)
+	}
+	return c.Trigger + "," + strconv.Itoa(max(c.Attempt, 1)) + "," + occ + "," + missed + "," +
+		byEscaper.Replace(cut(c.By, causeByMax)) + "," + cut(c.Reason, causeReasonMax)
+}
+
+// decodeCause reads a cause; ok is false for a malformed one.
+func decodeCause(v string) (c Cause, ok bool) {
+	f := strings.SplitN(v, ",", 6)
+	if len(f) != 6 {
+		return Cause{}, false
+	}
+	switch f[0] {
+	case TriggerSchedule, TriggerRetry, TriggerManual:
+	default:
+		return Cause{}, false
+	}
+	c = Cause{Trigger: f[0], Missed: -1, Reason: f[5]}
+	var err error
+	if c.Attempt, err = strconv.Atoi(f[1]); err != nil || c.Attempt < 1 {
+		return Cause{}, false
+	}
+	if f[2] != "" {
+		occ, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || occ <= 0 {
+			return Cause{}, false
+		}
+		c.Occurrence = time.Unix(occ, 0).UTC()
+	}
+	if f[3] != "" {
+		if c.Missed, err = strconv.Atoi(f[3]); err != nil || c.Missed < 0 {
+			return Cause{}, false
+		}
+	}
+	by, err := url.PathUnescape(f[4])
+	if err != nil {
+		return Cause{}, false
+	}
+	c.By = by
+	return c, true
 }

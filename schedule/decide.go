@@ -17,7 +17,11 @@ const (
 // Decision is a verdict on one occurrence.
 type Decision struct {
 	Verdict    Verdict
-	Occurrence time.Time // the latest occurrence at or before now (zero with NotDue if none)
+	Occurrence time.Time // the latest occurrence at or before now (zero with NotDue if none); DecideRetry's: the one it decides on
+	// DecideRetry's: the attempt to run (Run, Retry), or the attempt last
+	// started; and with RetryLater and Lost, when the retry is due.
+	Attempt int
+	RetryAt time.Time
 }
 
 // Decide says what to do at now (the service's clock) about the latest

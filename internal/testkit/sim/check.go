@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,11 +52,24 @@ type checker struct {
 	lastClaim  map[string]string           // by blob: the nonce of the latest claim written
 	claims     map[string][]claimRec       // by identity
 	claimedAt  []time.Time                 // when each claim was written, in order
+
+	// Triggers: each written (by nonce: when), the claims that consumed
+	// one (by blob, term), and the COMMAND that ran each.
+	triggers   map[string]time.Duration
+	consumed   map[claimRec]string
+	triggerRan map[string]*child
+	// The exit status each term's run recorded (by blob, term), and the
+	// claims whose invocation died, froze or said it could not take them
+	// back (excused from nothing lost).
+	recorded map[claimRec]int
+	excused  map[claimRec]bool
 }
 
 func newChecker(w *world) *checker {
 	return &checker{w: w, running: map[string][]*child{}, byTerm: map[string]map[int64]*child{},
-		maxTerm: map[string]int64{}, lastClaim: map[string]string{}, claims: map[string][]claimRec{}}
+		maxTerm: map[string]int64{}, lastClaim: map[string]string{}, claims: map[string][]claimRec{},
+		triggers: map[string]time.Duration{}, consumed: map[claimRec]string{}, triggerRan: map[string]*child{},
+		recorded: map[claimRec]int{}, excused: map[claimRec]bool{}}
 }
 
 func (k *checker) add(msg string) {
@@ -116,6 +130,64 @@ func (k *checker) launched(c *child) {
 		k.violations = append(k.violations, msg)
 		w.tracef("VIOLATION: %s", msg)
 	}
+	k.launchedForWhy(c)
+}
+
+// launchedForWhy checks why c runs: a manual run is the run of a trigger
+// its claim consumed, and no trigger runs twice; a retry comes after a
+// failure, after the delay, within --retries.
+func (k *checker) launchedForWhy(c *child) {
+	w := k.w
+	switch c.env["LEADERRUN_TRIGGER"] {
+	case lease.TriggerManual:
+		nonce := k.consumed[claimRec{c.blob(), c.term()}]
+		switch o := k.triggerRan[nonce]; {
+		case nonce == "":
+			k.violations = append(k.violations, fmt.Sprintf("%s runs as manual, but its claim consumed no trigger", c))
+		case o != nil:
+			msg := fmt.Sprintf("the trigger %s ran twice: %s and %s", w.label(nonce), o, c)
+			k.violations = append(k.violations, msg)
+			w.tracef("VIOLATION: %s", msg)
+		default:
+			k.triggerRan[nonce] = c
+		}
+	case lease.TriggerSchedule, lease.TriggerRetry:
+		// An attempt whose claim stood but whose COMMAND never started
+		// (its host killed, its take-back failed) counts too: attempts go
+		// up, at most to --retries + 1.
+		occ := c.env["LEADERRUN_OCCURRENCE"]
+		attempt, _ := strconv.Atoi(c.env["LEADERRUN_ATTEMPT"])
+		var prev *child
+		n := 0
+		for _, o := range k.launches {
+			if o != c && o.env["LEADERRUN_OCCURRENCE"] == occ && o.env["LEADERRUN_TRIGGER"] != lease.TriggerManual {
+				prev, n = o, n+1
+			}
+		}
+		violate := func(format string, args ...any) {
+			msg := fmt.Sprintf(format, args...)
+			k.violations = append(k.violations, msg)
+			w.tracef("VIOLATION: %s", msg)
+		}
+		if n > w.plan.Retries || attempt > w.plan.Retries+1 || attempt < n+1 {
+			violate("%s runs attempt %d of %s, its %d run: a failed attempt is retried at most %d times", c, attempt, occ, n+1, w.plan.Retries)
+		}
+		if prev == nil {
+			return
+		}
+		if pa, _ := strconv.Atoi(prev.env["LEADERRUN_ATTEMPT"]); attempt <= pa {
+			violate("%s runs attempt %d of %s after attempt %d", c, attempt, occ, pa)
+		}
+		if code, ok := k.recorded[claimRec{prev.blob(), prev.term()}]; ok && code == 0 {
+			violate("%s retries %s, whose run recorded status 0", c, occ)
+		}
+		if !prev.diedAt.IsZero() && c.at.Before(prev.diedAt.Add(w.plan.RetryDelay-time.Second)) {
+			violate("%s retries %s %s after its attempt ended, before --retry-delay %s", c, occ, c.at.Sub(prev.diedAt), w.plan.RetryDelay)
+		}
+		if prev.diedAt.IsZero() {
+			violate("%s retries %s while its attempt still runs", c, occ)
+		}
+	}
 }
 
 // maxRunFor is the longest a COMMAND may run under --max-runtime: the max
@@ -149,6 +221,15 @@ func (k *checker) died(c *child) {
 func (k *checker) applied(a blobsim.Applied) {
 	w := k.w
 	w.tracef("svc %s %s %s -> %d %s%s", a.Client, a.Op, a.Blob, a.Status, a.Code, w.appliedText(a))
+	if a.Op == blobsim.OpPutBlob && a.Status/100 == 2 && a.Blob == lease.TriggerBlob(leaseName) {
+		k.mu.Lock()
+		if n := a.Metadata["nonce"]; n != "" {
+			if _, ok := k.triggers[n]; !ok {
+				k.triggers[n] = a.Time.Sub(w.start)
+			}
+		}
+		k.mu.Unlock()
+	}
 	k.mu.Lock()
 	var running []*child
 	for _, cs := range k.running {
@@ -189,6 +270,14 @@ func (k *checker) applied(a blobsim.Applied) {
 	if term > prev {
 		k.claims[a.Metadata["holder"]] = append(k.claims[a.Metadata["holder"]], claimRec{a.Blob, term})
 		k.claimedAt = append(k.claimedAt, a.Time)
+		if t, nonce, ok := strings.Cut(a.Metadata["triggered"], ","); ok && t == a.Metadata["term"] {
+			k.consumed[claimRec{a.Blob, term}] = nonce
+		}
+	}
+	if t, err := strconv.ParseInt(a.Metadata["lastrunterm"], 10, 64); err == nil {
+		if code, err := strconv.Atoi(a.Metadata["lastexit"]); err == nil {
+			k.recorded[claimRec{a.Blob, t}] = code
+		}
 	}
 	k.maxTerm[a.Blob] = max(prev, term)
 	k.lastClaim[a.Blob] = claim
@@ -244,6 +333,11 @@ func (k *checker) ended(inv *invocation) {
 			unlaunched = append(unlaunched, c)
 		}
 	}
+	for _, c := range unlaunched {
+		if excused || warnedTerms[c.term] {
+			k.excused[c] = true
+		}
+	}
 	k.mu.Unlock()
 	if excused {
 		return
@@ -273,6 +367,7 @@ func (k *checker) final() {
 	k.mu.Lock()
 	launches := slices.Clone(k.launches)
 	k.mu.Unlock()
+	k.triggersNotLost()
 	at := func(c *child) time.Duration { return c.at.Sub(w.start) }
 	diedAt := func(c *child) time.Duration {
 		if c.diedAt.IsZero() {
@@ -333,11 +428,12 @@ func (k *checker) final() {
 			return
 		}
 		slack := p.Cron + p.Splay + 10*time.Second
+		k.retriesNotLost(s, launches, slack)
 		for occ := s.Next(w.start.Add(from - time.Nanosecond)); occ.Sub(w.start) < to-slack; occ = s.Next(occ) {
 			next := s.Next(occ)
 			ran, held := false, false
 			for _, c := range launches {
-				if c.env["LEADERRUN_OCCURRENCE"] == occ.UTC().Format(time.RFC3339) {
+				if c.env["LEADERRUN_OCCURRENCE"] == occ.UTC().Format(time.RFC3339) && c.env["LEADERRUN_TRIGGER"] != lease.TriggerManual {
 					ran = true
 				}
 				if c.at.Before(occ) && diedAt(c) > next.Sub(w.start)-slack {
@@ -369,6 +465,67 @@ func (k *checker) final() {
 			if _, ok := w.svc.Blob(container, lease.DoneBlob(leaseName, h.name)); !ok && !done {
 				w.violate("nothing lost: %s never completed its --once-per-host run", h.name)
 			}
+		}
+	}
+}
+
+// triggersNotLost: every trigger written ran, unless the claim that
+// consumed it is excused (its invocation died, froze, or said it could not
+// take the claim back).
+func (k *checker) triggersNotLost() {
+	w := k.w
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, nonce := range slices.Sorted(maps.Keys(k.triggers)) {
+		if k.triggerRan[nonce] != nil {
+			continue
+		}
+		excused := false
+		for c, n := range k.consumed {
+			excused = excused || (n == nonce && k.excused[c])
+		}
+		if !excused {
+			msg := fmt.Sprintf("nothing lost: the trigger %s written at %s never ran", w.label(nonce), k.triggers[nonce].Round(time.Millisecond))
+			k.violations = append(k.violations, msg)
+			w.tracef("VIOLATION: %s", msg)
+		}
+	}
+}
+
+// retriesNotLost: in the quiet phase, an attempt that failed with retries
+// left is retried, unless the next occurrence comes first: by its end plus
+// the delay, a lease's duration (a holder found gone), a cron period and
+// slack.
+func (k *checker) retriesNotLost(s *schedule.Schedule, launches []*child, slack time.Duration) {
+	w, p := k.w, k.w.plan
+	if p.Retries == 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, c := range launches {
+		why := c.env["LEADERRUN_TRIGGER"]
+		if why == lease.TriggerManual || why == "" || c.diedAt.IsZero() || c.at.Sub(w.start) < p.quietFrom() {
+			continue
+		}
+		code, recorded := k.recorded[claimRec{c.blob(), c.term()}]
+		attempt, _ := strconv.Atoi(c.env["LEADERRUN_ATTEMPT"])
+		if (recorded && code == 0) || attempt > p.Retries {
+			continue
+		}
+		occ, _ := time.Parse(time.RFC3339, c.env["LEADERRUN_OCCURRENCE"])
+		due := c.diedAt.Add(p.RetryDelay + p.LeaseDuration + 2*slack)
+		if !due.Before(s.Next(occ)) || due.Sub(w.start) >= p.End {
+			continue
+		}
+		retried := false
+		for _, o := range launches[i+1:] {
+			retried = retried || (o.env["LEADERRUN_OCCURRENCE"] == c.env["LEADERRUN_OCCURRENCE"] && o.env["LEADERRUN_TRIGGER"] == lease.TriggerRetry)
+		}
+		if !retried {
+			msg := fmt.Sprintf("nothing lost: attempt %d of %s failed (%s) and was never retried", attempt, c.env["LEADERRUN_OCCURRENCE"], resultText(c))
+			k.violations = append(k.violations, msg)
+			w.tracef("VIOLATION: %s", msg)
 		}
 	}
 }
@@ -424,7 +581,13 @@ func (w *world) appliedText(a blobsim.Applied) string {
 		s += fmt.Sprintf(" term=%s holder=%s claim=%s run=%s/%s", a.Metadata["term"], a.Metadata["holder"],
 			w.label(a.Metadata["claim"]), a.Metadata["lastrunterm"], a.Metadata["lastrunholder"])
 		if o := a.Metadata["occurrence"]; o != "" {
-			s += " occurrence=" + o
+			s += " occurrence=" + o + " attempt=" + cmpOr(a.Metadata["attempt"], "1")
+		}
+		if t, n, ok := strings.Cut(a.Metadata["triggered"], ","); ok {
+			s += " triggered=" + t + "/" + w.label(n)
+		}
+		if l := a.Metadata["lostat"]; l != "" {
+			s += " lostat=" + l
 		}
 	}
 	return s

@@ -6,15 +6,16 @@
 // the kill deadline and the lifeline as the real one does.
 //
 // One seed draws everything: the mode (a service that waits, cron lines
-// with --once-per or --schedule, and for some --max-runtime; a deploy step
-// with --once, a rolling patch with --slots and --once-per-host), the hosts
-// and their flags, what each
+// with --once-per or --schedule, with --retries on some and --max-runtime
+// on some, a deploy step with --once, a rolling patch with --slots and
+// --once-per-host), the hosts and their flags, what each
 // COMMAND does (how long it runs, how it exits, whether it ignores SIGTERM),
 // and the faults of the first phase: answers lost after the write was
 // applied, delays up to the lease duration, 503 bursts, resets, a host cut
 // off, SIGTERM/SIGINT at any point, a leaderrun killed (kill -9) or frozen
-// (SIGSTOP), an operator's break, pause, drain and resume. A quiet phase
-// follows, with no fault, in which nothing may be lost.
+// (SIGSTOP), an operator's break, pause, drain, resume and (cron modes)
+// trigger. A quiet phase follows, with no fault, in which nothing may be
+// lost.
 //
 // The invariants are checked at every step (every request the service
 // applies, every launch and death of a COMMAND):
@@ -33,9 +34,16 @@
 //     was killed, or said, naming the term, that it could not take the
 //     claim back (a slot's lease "broken or taken" is checked against the
 //     service: a warning that lies is a violation);
+//   - a failed attempt is retried at most --retries times, never after a
+//     recorded success nor before --retry-delay, its attempt going up;
+//   - a trigger runs exactly once: a manual run is the run of a trigger its
+//     claim consumed, and no trigger runs twice;
 //   - nothing lost: once the faults have stopped, every --once-per window,
-//     every --schedule occurrence, every --once and --once-per-host round
-//     and every service's turn is still run.
+//     every --schedule occurrence and every retry due, every --once and
+//     --once-per-host round and every service's turn is still run, and
+//     every trigger written has run (unless the claim that consumed it
+//     belongs to a leaderrun that died, froze or said it could not take it
+//     back).
 //
 // A failure prints its seed and the event trace; the same seed replays the
 // same run (TestSimulate's -seed flag), because every draw comes from the

@@ -1,8 +1,8 @@
 package sim
 
-// operator.go: a person at a terminal: leaderrun break, pause, drain and
-// resume, each retried until it succeeds, as a person whose command failed
-// runs it again.
+// operator.go: a person at a terminal: leaderrun break, pause, drain,
+// resume and trigger, each retried until it succeeds, as a person whose
+// command failed runs it again.
 
 import (
 	"context"
@@ -52,6 +52,17 @@ func (op *operator) try(e Event) error {
 		return op.breakAll(ctx)
 	case EvResume:
 		_, err := op.blob.DeletePause(ctx)
+		return err
+	case EvTrigger:
+		t, joined, err := op.blob.RequestRun(ctx, "operator", "sim")
+		var nt *lease.NotTriggerableError
+		if errors.As(err, &nt) {
+			op.w.tracef("operator: trigger refused, not tried again: %v", err) // exit 64: a person gives up
+			return nil
+		}
+		if err == nil {
+			op.w.tracef("operator: trigger %s at %s (joined: %v)", op.w.label(t.Nonce), t.At.Format(time.RFC3339), joined)
+		}
 		return err
 	case EvPause, EvDrain:
 		_, date, err := op.blob.ReadPause(ctx)

@@ -56,6 +56,8 @@ type Plan struct {
 	Cron           time.Duration // how often a cron line runs
 	Splay          time.Duration // a cron line's --splay
 	MaxRuntime     time.Duration // a cron line's --max-runtime, for some seeds; 0: none
+	Retries        int           // ModeSchedule: --retries (0 for most seeds)
+	RetryDelay     time.Duration // and --retry-delay
 
 	FaultEnd time.Duration // faults, signals, kills, freezes and operator actions end here
 	End      time.Duration // the world ends here
@@ -105,11 +107,12 @@ const (
 	// leaderrun a while after its next COMMAND's launch, within the max
 	// runtime, for Dur: only the guard can then stop COMMAND in time.
 	EvFreezeAtLaunch
+	EvTrigger // leaderrun trigger (cron modes)
 )
 
 func (k EventKind) String() string {
 	return [...]string{"SIGTERM", "SIGINT", "kill -9", "freeze", "break", "pause", "resume", "drain", "SIGTERM at the claim", "kill -9 at the claim",
-		"freeze at the launch"}[k]
+		"freeze at the launch", "trigger"}[k]
 }
 
 // Event is a timed event of the first phase.
@@ -221,12 +224,30 @@ func NewPlan(seed uint64) Plan {
 	}
 	// --max-runtime, on half the cron seeds, drawn from a stream of its
 	// own: the draws above stay what they were for every seed. Half of
-	// those freeze a holder's leaderrun past it, once.
+	// those freeze a holder's leaderrun past it, once. It is drawn to the
+	// microsecond: COMMAND runs whole seconds, and a COMMAND that ends at
+	// the very instant its max runtime is reached would leave the order of
+	// the two to the Go scheduler, and a seed's replay would differ.
 	if mr := stream(seed, "max-runtime"); p.Mode.cron() && mr.IntN(2) == 0 {
-		p.MaxRuntime = time.Duration(5+mr.IntN(26)) * time.Second
+		p.MaxRuntime = time.Duration(5+mr.IntN(26))*time.Second + time.Duration(1+mr.IntN(999_999))*time.Microsecond
 		if mr.IntN(2) == 0 {
 			p.Events = append(p.Events, Event{At: p.randAt(mr), Kind: EvFreezeAtLaunch, Host: mr.IntN(p.Hosts),
 				Dur: p.MaxRuntime + p.KillGrace + time.Duration(1+mr.IntN(20))*time.Second})
+		}
+	}
+	// Drawn from streams of their own, so that the draws above, and so
+	// every older seed's world, stay as they were.
+	if p.Mode == ModeSchedule {
+		rr := stream(seed, "retries")
+		if rr.IntN(2) == 0 {
+			p.Retries = 1 + rr.IntN(3)
+			p.RetryDelay = []time.Duration{0, 20 * time.Second, time.Minute}[rr.IntN(3)]
+		}
+	}
+	if p.Mode.cron() {
+		tr := stream(seed, "triggers")
+		for range tr.IntN(3) {
+			p.Events = append(p.Events, Event{At: p.randAt(tr), Kind: EvTrigger})
 		}
 	}
 	for i := range p.Events {
@@ -252,6 +273,9 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, ", once-per %s, splay %s", p.OncePer, p.Splay)
 	case ModeSchedule:
 		fmt.Fprintf(&b, ", schedule %q, splay %s", p.Schedule, p.Splay)
+		if p.Retries > 0 {
+			fmt.Fprintf(&b, ", retries %d after %s", p.Retries, p.RetryDelay)
+		}
 	}
 	if p.MaxRuntime > 0 {
 		fmt.Fprintf(&b, ", max-runtime %s", p.MaxRuntime)

@@ -178,6 +178,12 @@ func (c *child) behave(r *rand.Rand) {
 	if !quiet && r.IntN(4) == 0 {
 		c.code = 1 + r.IntN(3)
 	}
+	// With --retries, a COMMAND fails now and then after the faults too,
+	// so that a retry that is due must come (drawn apart: other seeds'
+	// COMMANDs stay as they were).
+	if quiet && w.plan.Retries > 0 && stream(w.plan.Seed, "fails", c.inv.id, c.pid).IntN(3) == 0 {
+		c.code = 1
+	}
 	c.deaf = r.IntN(5) == 0
 	c.stopTake = time.Duration(r.Int64N(int64(3 * time.Second)))
 	c.killTake = time.Duration(r.Int64N(int64(300 * time.Millisecond)))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
+	"github.com/leaderrun/leaderrun/lease"
 )
 
 // Result is how one seed's world went.
@@ -15,6 +16,8 @@ type Result struct {
 	Plan       Plan
 	Violations []string // the broken invariants, in order; none: passed
 	Launches   int      // COMMANDs launched
+	Retries    int      // of them, retries (--retries)
+	Triggered  int      // of them, runs of a trigger
 	Requests   int      // requests the service applied or refused
 	w          *world
 }
@@ -45,5 +48,14 @@ func Run(seed uint64, o Options) *Result {
 	w.run()
 	// Let what the end set going (a last request's answer) settle.
 	time.Sleep(time.Second)
-	return &Result{Plan: p, Violations: w.chk.failed(), Launches: len(w.chk.launches), Requests: requests, w: w}
+	r := &Result{Plan: p, Violations: w.chk.failed(), Launches: len(w.chk.launches), Requests: requests, w: w}
+	for _, c := range w.chk.launches {
+		switch c.env["LEADERRUN_TRIGGER"] {
+		case lease.TriggerRetry:
+			r.Retries++
+		case lease.TriggerManual:
+			r.Triggered++
+		}
+	}
+	return r
 }

@@ -52,7 +52,7 @@ func TestSimulate(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var launches, requests atomic.Int64
+	var launches, retries, triggered, requests atomic.Int64
 	t.Run("seeds", func(t *testing.T) {
 		for s := *fromFlag; s < *fromFlag+uint64(n); s++ {
 			t.Run(fmt.Sprint(s), func(t *testing.T) {
@@ -60,6 +60,8 @@ func TestSimulate(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					r := Run(s, options())
 					launches.Add(int64(r.Launches))
+					retries.Add(int64(r.Retries))
+					triggered.Add(int64(r.Triggered))
 					requests.Add(int64(r.Requests))
 					report(t, r)
 				})
@@ -67,8 +69,8 @@ func TestSimulate(t *testing.T) {
 		}
 	})
 	took := time.Since(start)
-	t.Logf("%d seeds from %d in %s (%.0f seeds/s): %d COMMANDs launched, %d requests",
-		n, *fromFlag, took.Round(time.Millisecond), float64(n)/took.Seconds(), launches.Load(), requests.Load())
+	t.Logf("%d seeds from %d in %s (%.0f seeds/s): %d COMMANDs launched (%d retries, %d triggered), %d requests",
+		n, *fromFlag, took.Round(time.Millisecond), float64(n)/took.Seconds(), launches.Load(), retries.Load(), triggered.Load(), requests.Load())
 }
 
 // report fails t with the seed, the broken invariants, the trace's tail,

@@ -325,7 +325,7 @@ func (h *host) invoke() int {
 			w.violate("schedule: %v", err)
 			return exit.Internal
 		}
-		o.Schedule, o.Splay = s, p.Splay
+		o.Schedule, o.Splay, o.Retries, o.RetryDelay = s, p.Splay, p.Retries, p.RetryDelay
 	case ModeOnce:
 		o.Once, o.Timeout = true, 10*time.Minute
 	case ModeOncePerHost:
@@ -395,7 +395,7 @@ func (w *world) events() {
 			w.killHost(e.Host)
 		case EvFreeze:
 			w.freezeHost(e.Host, e.Dur)
-		case EvBreak, EvPause, EvResume, EvDrain:
+		case EvBreak, EvPause, EvResume, EvDrain, EvTrigger:
 			acts <- e
 		case EvSigtermAtClaim, EvKillAtClaim:
 			w.mu.Lock()
