@@ -51,6 +51,9 @@ type attempt struct {
 	reason       string      // Hold's latest answer
 	pauseReason  string      // the latest marker read's pause (pauseText); "" if none
 	pauseRefused bool        // the marker's read was refused (warned once)
+	askReady     bool        // Ready is to be asked before the next request (once per poll)
+	notReady     string      // Ready's latest answer: "" ready (or not asked)
+	place        *Lease      // the deputy's place, while this follower holds it (deputy.go)
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.
@@ -87,6 +90,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		err  error
 	)
 	for l == nil && err == nil {
+		if err = a.ready(ctx); err != nil {
+			break
+		}
 		switch {
 		case next == stepRead && a.e.cfg.Slots > 1:
 			last, next, err = a.readSlots(ctx) // slots.go

@@ -19,6 +19,9 @@ type Blob struct {
 	// marker is the lease's pause marker (names.go), shared by its slots;
 	// nil for other blobs and in unit tests that do not test the pause.
 	marker *Blob
+	// deputy is the lease's deputy's place (deputy.go); nil for other
+	// blobs and in unit tests that do not test the deputy.
+	deputy *Blob
 }
 
 // URL is the blob's URL, without any query string, SAS or credential.

@@ -11,6 +11,8 @@ package lease
 //	NAME              slot 0 (the only slot when --slots is 1)
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
 //	NAME~pause        the pause marker (leaderrun pause / resume)
+//	NAME~deputy       the deputy's place: a helper lease held by one waiting
+//	                  follower, which then polls more often (deputy.go)
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //
 // Lease names may therefore not contain "~". Done markers of earlier
@@ -30,6 +32,7 @@ const MarkerSep = "~"
 const (
 	slotMarker  = "slot-"
 	pauseMarker = "pause"
+	deputyPlace = "deputy"
 	doneMarker  = "done/"
 	// HelperPrefix begins the names of the helper blobs that accumulate.
 	HelperPrefix = MarkerSep
@@ -45,10 +48,11 @@ const MaxSlots = 50
 type BlobKind int
 
 const (
-	KindSlot  BlobKind = iota // a lease blob: slot 0 (NAME) or NAME~slot-I
-	KindPause                 // NAME~pause
-	KindDone                  // NAME~done/HOST
-	KindOther                 // NAME~something leaderrun does not write
+	KindSlot   BlobKind = iota // a lease blob: slot 0 (NAME) or NAME~slot-I
+	KindPause                  // NAME~pause
+	KindDone                   // NAME~done/HOST
+	KindOther                  // NAME~something leaderrun does not write
+	KindDeputy                 // NAME~deputy
 )
 
 // SlotBlob is the blob name of slot i of lease name.
@@ -61,6 +65,9 @@ func SlotBlob(name string, i int) string {
 
 // PauseBlob is the blob name of lease name's pause marker.
 func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
+
+// DeputyBlob is the blob name of lease name's deputy's place.
+func DeputyBlob(name string) string { return name + MarkerSep + deputyPlace }
 
 // DonePrefix is the prefix of lease name's done markers.
 func DonePrefix(name string) string { return HelperPrefix + doneMarker + name + MarkerSep }
@@ -97,6 +104,8 @@ func ParseBlobName(blob string) BlobName {
 	switch {
 	case rest == pauseMarker:
 		b.Kind = KindPause
+	case rest == deputyPlace:
+		b.Kind = KindDeputy
 	case strings.HasPrefix(rest, doneMarker) && len(rest) > len(doneMarker):
 		b.Kind, b.Host = KindDone, rest[len(doneMarker):]
 	case strings.HasPrefix(rest, slotMarker):
