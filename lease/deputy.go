@@ -32,6 +32,7 @@ package lease
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -144,7 +145,10 @@ func (a *attempt) takePlace(ctx context.Context) {
 	sent := time.Now()
 	ans, err := d.api.acquireLease(rctx, id, secs)
 	if se := asStorageError(err); se != nil && se.kind == kindBlobMissing {
-		if err = d.ensureBlob(rctx, false); err == nil {
+		// The first deputy of the lease makes its place: a zero-length blob,
+		// If-None-Match: *, as the lease blob; made by another first is fine.
+		_, cerr := d.api.createBlob(rctx)
+		if se := asStorageError(cerr); cerr == nil || se != nil && (se.kind == kindExists || se.StatusCode == http.StatusPreconditionFailed) {
 			sent = time.Now()
 			ans, err = d.api.acquireLease(rctx, id, secs)
 		}
