@@ -1,9 +1,10 @@
 package leader
 
-// Waiting for the lease: the acquire, what a waiting follower reports, a
-// terminating signal that ends the wait, the exit status of a wait that
-// acquired nothing, COMMAND's guard started meanwhile (the head start), and
-// the runs that skip (--once-per, --once, --once-per-host, --schedule).
+// Waiting for the lease: the acquire, what a waiting follower reports (the
+// deputy's place taken, readiness: ready.go), a terminating signal that
+// ends the wait, the exit status of a wait that acquired nothing, COMMAND's
+// guard started meanwhile (the head start), and the runs that skip
+// (--once-per, --once, --once-per-host, --schedule).
 
 import (
 	"context"
@@ -73,6 +74,10 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			return nil, exit.With(exit.SignalBase+int(waitSig), fmt.Errorf("%s during --splay; nothing ran, nothing is held", signalName(waitSig)))
 		}
 	}
+	var ready func(context.Context) string
+	if r := newReadiness(log, o); r != nil {
+		ready = r.ask
+	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
 		// --no-wait -E 0 -q: held and skipped end alike and silently, so a
@@ -96,6 +101,17 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		// pause (`leaderrun pause`, checked inside lease).
 		Hold:   holdFunc(inv.events),
 		OnHold: func(reason string) { waiting(reason, "reason", reason) },
+		Ready:  ready,
+		// The deputy: a waiting follower that reads the lease every
+		// DeputyPoll while it holds the place (lease's deputy.go).
+		Deputy: o.DeputyPoll,
+		OnDeputy: func(standing bool) {
+			if standing {
+				log.Info("standing by as the deputy: taking the lease over as soon as it is free", "lease", name, "poll_interval", o.DeputyPoll)
+				return
+			}
+			log.Debug("no longer the deputy", "lease", name)
+		},
 	})
 	cancelWait()
 	<-waitDone
