@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/lease"
 )
 
 // hoursPerMonth is Azure's billing month (730 hours).
@@ -193,12 +194,13 @@ func reportStart(pf printer, b *bench, s *startResult) {
 }
 
 func reportHandover(pf printer, b *bench, r *results) {
-	pf("### 2. Graceful handover: SIGTERM to the leader → the follower's command starts\n\n")
+	pf("### 2. Graceful handover: SIGTERM to the leader → the successor's command starts\n\n")
 	req := time.Duration(0)
 	if r.start != nil {
 		req = r.start.request.p50()
 	}
-	pf("The leader forwards SIGTERM to its command, which ends; the leader records the run's end and releases the lease; the follower's next read finds it free, it acquires, records its run and starts its command. The SIGTERM falls at a random phase of the follower's polling (±20%% jitter), so the poll wait is random, about poll/2 at the median: with a few dozen handovers the median of the whole is only known to ± poll/(2√n). Each leaderrun talks through its own counting proxy, whose clock splits the handover into the leader's stop (SIGTERM → its release request), the poll wait (→ the follower's read that finds the lease free) and the take-over (→ the follower's command starts); the stop and the take-over are what leaderrun adds to the wait. etcdctl's process group gets SIGTERM (etcdctl 3.4 does not pass it on to its command) and the waiting etcdctl learns of the unlock by a watch.\n\n")
+	pf("The leader forwards SIGTERM to its command, which ends; the leader records the run's end and releases the lease; the successor's next read finds it free, it acquires, records its run and starts its command. At the default flags the successor is the deputy, the waiting follower that holds the deputy's place and reads the lease every %s; without a deputy it is a follower at its --poll-interval. The SIGTERM falls at a random phase of the successor's polling (±20%% jitter), so the poll wait is random, about poll/2 at the median: with a few dozen handovers the median of the whole is only known to ± poll/(2√n).", lease.DefaultDeputyPoll)
+	pf(" Each leaderrun talks through its own counting proxy, whose clock splits the handover into the leader's stop (SIGTERM → its release request), the poll wait (→ the successor's read that finds the lease free) and the take-over (→ the successor's command starts); the stop and the take-over are what leaderrun adds to the wait. etcdctl's process group gets SIGTERM (etcdctl 3.4 does not pass it on to its command) and the waiting etcdctl learns of the unlock by a watch.\n\n")
 	if b.o.hoRTT > 0 {
 		req += b.o.hoRTT
 		pf("Every leaderrun request of this figure is delayed by %s (-handover-rtt), as a network round trip would.\n\n", fd(b.o.hoRTT))
@@ -214,8 +216,8 @@ func reportHandover(pf printer, b *bench, r *results) {
 			continue
 		}
 		label := h.label
-		if h.poll == defaultPoll {
-			label += " (default)"
+		if h.deputy {
+			label = fmt.Sprintf("**%s**", label)
 		}
 		added := addedPart(h)
 		pf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", label, len(h.d), fd(h.d.p50()), fd(h.d.p95()), fd(h.poll/2+req),
@@ -245,18 +247,22 @@ func verdict(s sample, limit time.Duration) string {
 }
 
 func reportFailover(pf printer, b *bench, f *failoverResult) {
-	pf("### 3. Crash failover: kill -9 of the leader → the follower's command starts\n\n")
+	pf("### 3. Crash failover: kill -9 of the leader → the successor's command starts\n\n")
 	if f == nil {
 		pf("Not measured.\n\n")
 		return
 	}
 	pf("Trials side by side, each on its own lease, the kill at a random phase of the 5 s renewals. \"From the last renewal\" is from the last acquire or renew the leader's proxy saw.\n\n")
 	pf("| | trials | failover p50 / p95 | from the last renewal p50 / p95 | the crashed leader's command lived on |\n|---|---|---|---|---|\n")
-	if f.trials > 0 {
-		pf("| leaderrun (15 s lease, follower at the default 2 s poll) | %d | %s | %s | %s p50, %s max (watched every 1 ms) |\n",
-			f.trials, fq(f.failover), fq(f.sinceRenewal), fd(f.survival.p50()), fd(f.survival.max()))
-	} else {
-		pf("| leaderrun | 0 | n/a | n/a | %s |\n", f.err)
+	var errs []string
+	for _, row := range f.rows {
+		if row.trials > 0 {
+			pf("| %s | %d | %s | %s | %s p50, %s max (watched every 1 ms) |\n",
+				row.label, row.trials, fq(row.failover), fq(row.sinceRenewal), fd(row.survival.p50()), fd(row.survival.max()))
+		} else {
+			pf("| %s | 0 | n/a | n/a | %s |\n", row.label, strings.Join(row.errs, "; "))
+		}
+		errs = append(errs, row.errs...)
 	}
 	if f.etcdTrials > 0 {
 		pf("| `etcdctl lock --ttl %d` | %d | %s | — | still running when the next holder's command began in %d of %d trials (no parent-death signal; the bench killed it) |\n",
@@ -265,8 +271,8 @@ func reportFailover(pf printer, b *bench, f *failoverResult) {
 		pf("| `etcdctl lock` | 0 | n/a | — | %s |\n", f.etcdErr)
 	}
 	pf("\n")
-	if len(f.errs) > 0 {
-		pf("Trials that could not run: %s.\n\n", strings.Join(f.errs, "; "))
+	if len(errs) > 0 {
+		pf("Trials that could not run: %s.\n\n", strings.Join(errs, "; "))
 	}
 }
 
@@ -295,12 +301,16 @@ func reportRequests(pf printer, b *bench, r *results) {
 		c := r.start.requests
 		pf("One run on a free lease (figure 1) makes %d requests (%s): %s per 10,000 runs. ", c.Reads+c.Writes, opsLine(c), usd(p.perRun(c)*10000))
 	}
-	for _, row := range s.rows {
-		if row.startup != nil && strings.HasPrefix(row.label, "leaderrun, waiting") && strings.Contains(row.label, "default") {
-			pf("A follower's start, before it waits: %s.", opsLine(*row.startup))
+	for i, row := range s.rows {
+		switch {
+		case row.startup == nil || i == 0:
+		case strings.Contains(row.label, "the deputy ("):
+			pf("The deputy's start, before it waits (the lease's acquire refused, its read, then the place: a read, its acquire, the record of who holds it): %s. ", opsLine(*row.startup))
+		case strings.Contains(row.label, "another follower"):
+			pf("Another follower's start: %s. ", opsLine(*row.startup))
 		}
 	}
-	pf("\n\n")
+	pf("A follower that is not the deputy reads the lease and the deputy's place once each per poll (the lease package's TestDeputyCost counts them apart): half of its GetProperties are the place's.\n\n")
 }
 
 func reportFootprint(pf printer, b *bench, r *results) {
@@ -381,8 +391,9 @@ func reportCrowds(pf printer, b *bench, r *results) {
 		at := func(n int, p time.Duration) float64 { return float64(n) * k / p.Seconds() }
 		floor := time.Duration(1000 * k / perBlobTarget * float64(time.Second))
 		half := 2 * floor
-		pf("**A model for 1,000 contenders.** Measured above: a waiting contender reads the blob's properties %.2f times per poll interval (%.3f requests/s at %s) and %s while the lease is held. N contenders at poll interval P thus make ≈ N/P requests/s on the one lease blob, plus the holder's renewal every 5 s and a few acquires at each handover. Azure's target for a single blob is up to %.0f requests/s (\"Scalability and performance targets for Blob storage\"); beyond it the service answers 503 Server Busy to every client of the blob, the holder's renewals included. For 1,000 contenders: at the default 2 s that is ≈ %.0f requests/s, %s the target; `--poll-interval %s` reaches the target, `--poll-interval %s` keeps them at half of it (≈ %.0f requests/s, %s a month at the sample price). More contenders make handovers faster, not slower: after a release the first read comes within about P/N (%s for 1,000 at %s).\n\n",
-			k, perContender, poll, wrote, perBlobTarget, at(1000, 2*time.Second), aboveBelow(at(1000, 2*time.Second)), roundUp(floor), roundUp(half), at(1000, roundUp(half)),
+		k /= 2 // one read of the lease and one of the deputy's place per poll: each blob sees half
+		pf("**A model for 1,000 contenders.** Measured above: a waiting contender makes %.2f requests per poll interval (%.3f requests/s at %s): it reads the lease and the deputy's place once each, so each of the two blobs sees %.2f per contender and poll; the deputy reads the lease 4 times a second and renews its place every 5 s; and %s while the lease is held. N contenders at poll interval P thus make ≈ N/P requests/s on the lease blob and as many on the place's, plus the deputy's 4, the holder's renewal every 5 s and a few acquires at each handover (`--deputy-poll-interval 0` spares the place's N/P). Azure's target for a single blob is up to %.0f requests/s (\"Scalability and performance targets for Blob storage\"); beyond it the service answers 503 Server Busy to every client of the blob, the holder's renewals included. For 1,000 contenders: at the default 2 s that is ≈ %.0f requests/s, %s the target; `--poll-interval %s` reaches the target, `--poll-interval %s` keeps them at half of it (≈ %.0f requests/s, %s a month at the sample price). More contenders make handovers faster, not slower: after a release the first read comes within about P/N (%s for 1,000 at %s).\n\n",
+			2*k, perContender, poll, k, wrote, perBlobTarget, at(1000, 2*time.Second), aboveBelow(at(1000, 2*time.Second)), roundUp(floor), roundUp(half), at(1000, roundUp(half)),
 			usd(at(1000, roundUp(half))*3600*hoursPerMonth*b.o.prices.other/10000), fd(roundUp(half)/1000), roundUp(half))
 	}
 }
@@ -426,8 +437,15 @@ func reportTargets(pf printer, b *bench, r *results) {
 		}
 	}
 	for _, h := range r.handover {
+		if h.deputy && len(h.d) > 0 {
+			row("graceful handover at the default flags (to the deputy): p50 ≤ 250 ms, p95 ≤ 400 ms",
+				fmt.Sprintf("p50 %s, p95 %s (%d handovers)", fd(h.d.p50()), fd(h.d.p95()), len(h.d)),
+				h.d.p50() <= 250*time.Millisecond && h.d.p95() <= 400*time.Millisecond)
+		}
+	}
+	for _, h := range r.handover {
 		if added := addedPart(h); !h.etcd && len(added) > 0 {
-			row(fmt.Sprintf("handover p50 ≤ poll/2 + 20 ms at %s", h.poll),
+			row(fmt.Sprintf("handover p50 ≤ poll/2 + 20 ms at %s", h.label),
 				fmt.Sprintf("%s; the stop + take-over that leaderrun adds to the poll wait: %s", fd(h.d.p50()), fd(added.p50())),
 				added.p50() <= 20*time.Millisecond)
 		}
@@ -439,15 +457,16 @@ func reportTargets(pf printer, b *bench, r *results) {
 }
 
 func reportMeaning(pf printer, b *bench, r *results) {
-	pf("### What the figures mean for choosing `--poll-interval` and `--lease-duration`\n\n")
-	extra := "a few tens of milliseconds"
+	pf("### What the figures mean for choosing `--deputy-poll-interval`, `--poll-interval` and `--lease-duration`\n\n")
+	extra, dep := "a few tens of milliseconds", "n/a"
 	for _, h := range r.handover {
-		if added := addedPart(h); !h.etcd && len(added) > 0 && h.poll == defaultPoll {
-			extra = fd(added.p50())
+		if added := addedPart(h); h.deputy && len(added) > 0 {
+			extra, dep = fd(added.p50()), fmt.Sprintf("%s at the median, %s at the 95th percentile", fd(h.d.p50()), fd(h.d.p95()))
 		}
 	}
-	pf("- **`--poll-interval` sets how long a planned stop leaves nobody running**: a graceful handover takes about half a poll interval plus %s here (the follower's next read, then its acquire, metadata writes and the start of its command), at worst 1.2 poll intervals. It is also what a waiting follower costs: 3600/P reads an hour (1,800 at the default 2 s), one request each, and no writes. Shorten it when seconds of downtime at a deploy matter; lengthen it for big fleets (keep N/P well under Azure's %.0f requests/s per blob: P ≥ N/250 s).\n", extra, perBlobTarget)
-	pf("- **`--lease-duration` sets how long a crash leaves nobody running**: after kill -9, a lost VM or a cut network, the lease runs out by itself: failover ≈ the lease duration − the age of the last renewal + half a poll interval (10–17 s at the default 15 s; up to about 60 s + P at 60 s). A longer lease rides out longer storage outages before the command is stopped (while renewals fail, it keeps running until the lease duration − 1.5 s − the stop budget after the last success, and is dead 1 s before the lease could pass), at the price of a slower failover. It changes the bill little: renewals every duration/3 (720 an hour at 15 s, 180 at 60 s).\n")
+	pf("- **The deputy sets how long a planned stop leaves nobody running**: one waiting follower holds the deputy's place and reads the lease every %s, so a graceful handover takes about half of that plus %s here (its next read, then its acquire, the claim and the start of its command): %s (figure 2). It costs that follower 3600/D reads an hour (14,400 at 250 ms) and 720 renewals of its place; every other follower reads the place once per poll besides the lease. `--deputy-poll-interval 0` turns it off: a handover then takes half a `--poll-interval`, at worst 1.2 of them.\n", lease.DefaultDeputyPoll, extra, dep)
+	pf("- **`--poll-interval` sets what a waiting follower costs** and how soon one takes a deputy's place that was given up: 2 × 3600/P reads an hour (the lease and the place; 3,600 at the default 2 s), one request each, and no writes. Lengthen it for big fleets: the lease blob and the place's each see N/P requests/s (keep them well under Azure's %.0f requests/s per blob: P ≥ N/250 s).\n", perBlobTarget)
+	pf("- **`--lease-duration` sets how long a crash leaves nobody running**: after kill -9, a lost VM or a cut network, the lease runs out by itself: failover ≈ the lease duration − the age of the last renewal + half the deputy's poll (10–15 s at the default 15 s; up to about 60 s at 60 s). A longer lease rides out longer storage outages before the command is stopped (while renewals fail, it keeps running until the lease duration − 1.5 s − the stop budget after the last success, and is dead 1 s before the lease could pass), at the price of a slower failover. It changes the bill little: renewals every duration/3 (720 an hour at 15 s, 180 at 60 s).\n")
 	pf("- **The crashed leader's command does not live on**: on Linux it dies with leaderrun within milliseconds (figure 3), where `etcdctl lock`'s command keeps running, unlocked, next to the new holder's.\n")
 	pf("- **Start cost matters only in loops**: a run is a few tens of milliseconds on loopback, plus one round trip per request on Azure (figure 1's last row); for cron jobs and services it is noise.\n")
 	pf("- **Memory**: a leading leaderrun and its guard share one binary's pages (figure 5's PSS); a waiting follower is one process.\n\n")
