@@ -48,9 +48,14 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			}
 		}
 	}()
-	// waiting reports a wait (held, or held back) until the next try.
+	// waiting reports a wait (held, or held back) until the next try. A
+	// follower keeps no guard while it waits; the deputy keeps one ready,
+	// so that taking over never waits for a process to start.
+	deputy := false
 	waiting := func(status, key, value string) {
-		hs.discard()
+		if !deputy {
+			hs.discard()
+		}
 		log.Info("waiting for the lease", "lease", name, key, value)
 		sd.waiting()
 		sd.status("waiting: " + status)
@@ -106,10 +111,13 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		// DeputyPoll while it holds the place (lease's deputy.go).
 		Deputy: o.DeputyPoll,
 		OnDeputy: func(standing bool) {
+			deputy = standing
 			if standing {
+				hs.prepare()
 				log.Info("standing by as the deputy: taking the lease over as soon as it is free", "lease", name, "poll_interval", o.DeputyPoll)
 				return
 			}
+			hs.discard()
 			log.Debug("no longer the deputy", "lease", name)
 		},
 	})
@@ -179,7 +187,9 @@ func heldText(held *lease.HeldError, self string) string {
 // acquire request, so that the guard's start, a whole process's, overlaps
 // the storage round trips instead of following them; COMMAND itself starts
 // once the lease is held. The guard is discarded when the wait for a held
-// lease begins, and when leaderrun ends without running COMMAND.
+// lease begins, and when leaderrun ends without running COMMAND; the
+// deputy prepares one when it takes its place and keeps it while it
+// stands by, so that its take-over waits for no process's start.
 type headStart struct {
 	log      hclog.Logger
 	launcher Launcher
