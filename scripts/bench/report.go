@@ -305,7 +305,7 @@ func reportRequests(pf printer, b *bench, r *results) {
 		switch {
 		case row.startup == nil || i == 0:
 		case strings.Contains(row.label, "the deputy ("):
-			pf("The deputy's start, before it waits (the lease's acquire refused, its read, then the place: a read, its acquire, the record of who holds it): %s. ", opsLine(*row.startup))
+			pf("Before the window, the deputy's start (the lease's acquire refused and its read; the place's read, creation, acquire and the record of who holds it) and its first polls: %s. ", opsLine(*row.startup))
 		case strings.Contains(row.label, "another follower"):
 			pf("Another follower's start: %s. ", opsLine(*row.startup))
 		}
@@ -349,7 +349,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 	}
 	pf("N leaderrun processes at `--poll-interval %s` wait behind a holder (request rate over %s), then the holder ends and leadership passes around: each contender runs a %s command once and exits. All requests go through one counting proxy; the chaos child's records show whether two commands ever ran at once.\n\n",
 		b.o.crowdPoll, b.o.crowdWatch, b.o.crowdRun)
-	pf("| contenders | all waiting: requests/s (peak in 1 s) | per contender | PSS / RSS of all | commands run | two at once | end → next begin p50 / p95 | passing around: requests/s (peak) | acquires per handover | writes per waiting contender-hour |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	pf("| contenders | all waiting: requests/s (peak in 1 s) | per contender | PSS / RSS of all | commands run | two at once | end → next begin p50 / p95 | passing around: requests/s (peak) | acquires per handover | writes per waiting contender-hour (but the deputy's place) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.crowds {
 		if c.started == 0 {
 			pf("| %d | n/a | | | | | | | | %s |\n", c.n, c.err)
@@ -367,7 +367,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 		if c.ran > 0 {
 			acq = fmt.Sprintf("%.2f", float64(c.during.ByOp[faultproxy.OpAcquire])/float64(c.ran))
 		}
-		writesPerHour := float64(c.waiting.Writes) / c.watch.Hours() / float64(c.n)
+		writesPerHour := float64(leaseWrites(c.waiting)) / c.watch.Hours() / float64(c.n)
 		pf("| %d | %s (%d) | %s/s | %s / %s | %d of %d | %s | %s | %s | %s | %s |\n", c.n, fcount(wr), c.peakWait,
 			fcount(wr/float64(c.n)), fmb(c.pssTotal), fmb(c.rssTotal), c.ran, c.n, two, fq(c.gaps), runRate, acq, fcount(writesPerHour))
 	}
@@ -378,7 +378,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 	for _, c := range r.crowds {
 		if c.started > 0 && c.watch > 0 {
 			perContender = float64(c.waiting.Reads+c.waiting.Writes) / c.watch.Seconds() / float64(c.n)
-			writes += c.waiting.Writes
+			writes += leaseWrites(c.waiting)
 		}
 	}
 	wrote := "writes nothing"
@@ -420,15 +420,15 @@ func reportTargets(pf printer, b *bench, r *results) {
 		var seen bool
 		for _, row := range s.rows {
 			if row.counts != nil && strings.HasPrefix(row.label, "leaderrun, waiting") {
-				w += row.counts.Writes
+				w += leaseWrites(*row.counts)
 				seen = true
 			}
 		}
 		for _, c := range r.crowds {
-			w += c.waiting.Writes
+			w += leaseWrites(c.waiting)
 		}
 		if seen {
-			row("waiting followers make no writes while the lease is held", fmt.Sprintf("%d writes", w), w == 0)
+			row("waiting followers make no writes while the lease is held (but the deputy's renewals of its own place)", fmt.Sprintf("%d writes", w), w == 0)
 		}
 		for _, rw := range s.rows {
 			if strings.HasPrefix(rw.label, "leaderrun, leading") && rw.err == "" {
@@ -471,6 +471,11 @@ func reportMeaning(pf printer, b *bench, r *results) {
 	pf("- **Start cost matters only in loops**: a run is a few tens of milliseconds on loopback, plus one round trip per request on Azure (figure 1's last row); for cron jobs and services it is noise.\n")
 	pf("- **Memory**: a leading leaderrun and its guard share one binary's pages (figure 5's PSS); a waiting follower is one process.\n\n")
 }
+
+// leaseWrites are the writes of waiting followers but the deputy's
+// renewals of its place: a follower holds no lease but that one, so every
+// renewal it sends is the place's, on a blob of its own.
+func leaseWrites(c faultproxy.Counts) int64 { return c.Writes - c.ByOp[faultproxy.OpRenew] }
 
 // opsPerHour is opsLine with per-hour counts.
 func opsPerHour(c faultproxy.Counts, scale float64) string {

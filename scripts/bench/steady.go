@@ -172,6 +172,9 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 			return r
 		}
 		ws = append(ws, &watched{label: fc.label, pid: func() (int, error) { return f.Pid(), nil }, proxy: pf})
+		if i == 0 {
+			ws = append(ws, &watched{label: "its guard, ready (the deputy's command's, started while it stands by)", pid: func() (int, error) { return guardOf(f.Pid()) }})
+		}
 	}
 
 	// What a user would pick instead, holding and waiting alike.
