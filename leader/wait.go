@@ -50,15 +50,32 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	}()
 	// waiting reports a wait (held, or held back) until the next try. A
 	// follower keeps no guard while it waits; the deputy keeps one ready,
-	// so that taking over never waits for a process to start.
-	deputy := false
+	// so that taking over never waits for a process to start. systemd's
+	// STATUS also says when this host stands by as the deputy, and when it
+	// is not ready (--ready-cmd): what `status` cannot show of every host.
+	var (
+		deputy         bool
+		waitingFor     string // why it waits, as STATUS last said
+		notReadyStatus string // --ready-cmd's reason not to lead; "" ready
+	)
+	statusNow := func() {
+		switch {
+		case notReadyStatus != "":
+			sd.status("waiting: " + notReadyStatus)
+		case deputy:
+			sd.status("waiting as the deputy: " + waitingFor)
+		default:
+			sd.status("waiting: " + waitingFor)
+		}
+	}
 	waiting := func(status, key, value string) {
 		if !deputy {
 			hs.discard()
 		}
 		log.Info("waiting for the lease", "lease", name, key, value)
 		sd.waiting()
-		sd.status("waiting: " + status)
+		waitingFor = status
+		statusNow()
 	}
 	// --splay: a random wait in [0, Splay) before the first request, so
 	// that a fleet whose clocks start it in the same second spreads out.
@@ -81,7 +98,14 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 	}
 	var ready func(context.Context) string
 	if r := newReadiness(log, o); r != nil {
-		ready = r.ask
+		ready = func(ctx context.Context) string {
+			why := r.ask(ctx)
+			if why != notReadyStatus {
+				notReadyStatus = why
+				statusNow()
+			}
+			return why
+		}
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
 		NoWait: o.NoWait,
@@ -112,6 +136,7 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		Deputy: o.DeputyPoll,
 		OnDeputy: func(standing bool) {
 			deputy = standing
+			statusNow()
 			if standing {
 				hs.prepare()
 				log.Info("standing by as the deputy: taking the lease over as soon as it is free", "lease", name, "poll_interval", o.DeputyPoll)
