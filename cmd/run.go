@@ -58,7 +58,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 		fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "the exit status when the lease was not acquired")
 		fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
 		fs.DurationVar(&r.DeputyPoll, "deputy-poll-interval", lease.DefaultDeputyPoll,
-			"one waiting follower, the deputy, reads the lease this often (±20% jitter) to take it over within a fraction of a second; the others read where the deputy stands once per poll (0: no deputy)")
+			"one waiting follower, the deputy, reads the lease this often (±20% jitter) to take it over within a fraction of a second; the others look at the deputy's place after a handover and every 15s (0: no deputy)")
 		fs.StringVar(&r.ReadyCmd, "ready-cmd", "", "take neither the lease nor the deputy's place while the shell command `CMD` (sh -c) fails; run before the first try and once per poll while waiting")
 		fs.DurationVar(&r.ReadyTimeout, "ready-timeout", runner.DefaultHealthTimeout, "a --ready-cmd running longer is killed and counts as failed")
 		fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")

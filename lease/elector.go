@@ -98,8 +98,10 @@ type WaitOptions struct {
 	// Deputy, if more than 0 and shorter than PollInterval, makes this
 	// waiting follower stand by as the deputy when it can take the place
 	// (deputy.go): it then reads the lease every Deputy (±20 %) instead of
-	// every PollInterval, and every other follower reads the place once
-	// per poll. Off with NoWait, with Schedule and with several slots.
+	// every PollInterval; a follower without the place reads it at some
+	// polls, never more than once a poll: the first, the first after a
+	// change of term, and one every 15 s. Off with NoWait, with Schedule
+	// and with several slots.
 	Deputy time.Duration
 	// OnDeputy, if set, is told when this follower takes the deputy's
 	// place (true) and when it loses or gives it up while still waiting

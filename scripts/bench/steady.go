@@ -29,7 +29,7 @@ var steadyFollowers = []struct {
 	flags          []string
 }{
 	{"leaderrun, waiting, the deputy (default flags: reads the lease every 250ms)", "standing by as the deputy", nil},
-	{"leaderrun, waiting, another follower (default flags: reads the lease and the deputy's place every 2s)", "waiting for the lease", nil},
+	{"leaderrun, waiting, another follower (default flags: reads the lease every 2s, the deputy's place every 15s)", "waiting for the lease", nil},
 	{"leaderrun, waiting, --poll-interval 2s --deputy-poll-interval 0 (no deputy)", "waiting for the lease",
 		[]string{"--poll-interval", "2s", "--deputy-poll-interval", "0"}},
 	{"leaderrun, waiting, --poll-interval 200ms --deputy-poll-interval 0", "waiting for the lease",
