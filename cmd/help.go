@@ -61,20 +61,22 @@ func groupOf(f *pflag.Flag) string {
 // that has the flag. envDefaults applies it; help and the man pages list
 // it. A new variable is one line here.
 var flagEnv = map[string]string{
-	"lease":             "LEADERRUN_LEASE",
-	"container":         "LEADERRUN_CONTAINER",
-	"account":           "AZURE_STORAGE_ACCOUNT",
-	"endpoint":          "LEADERRUN_ENDPOINT",
-	"identity":          "LEADERRUN_IDENTITY",
-	"lease-duration":    "LEADERRUN_LEASE_DURATION",
-	"ping-url":          "LEADERRUN_PING_URL",
-	"ping-url-template": "LEADERRUN_PING_URL_TEMPLATE",
-	"metrics-file":      "LEADERRUN_METRICS_FILE",
-	"max-runtime":       "LEADERRUN_MAX_RUNTIME",
-	"keep-output":       "LEADERRUN_KEEP_OUTPUT",
-	"schedule":          "LEADERRUN_SCHEDULE",
-	"scheduled-events":  "LEADERRUN_SCHEDULED_EVENTS",
-	"log-level":         "LEADERRUN_LOG_LEVEL",
+	"lease":                "LEADERRUN_LEASE",
+	"container":            "LEADERRUN_CONTAINER",
+	"account":              "AZURE_STORAGE_ACCOUNT",
+	"endpoint":             "LEADERRUN_ENDPOINT",
+	"identity":             "LEADERRUN_IDENTITY",
+	"lease-duration":       "LEADERRUN_LEASE_DURATION",
+	"deputy-poll-interval": "LEADERRUN_DEPUTY_POLL_INTERVAL",
+	"ready-cmd":            "LEADERRUN_READY_CMD",
+	"ping-url":             "LEADERRUN_PING_URL",
+	"ping-url-template":    "LEADERRUN_PING_URL_TEMPLATE",
+	"metrics-file":         "LEADERRUN_METRICS_FILE",
+	"max-runtime":          "LEADERRUN_MAX_RUNTIME",
+	"keep-output":          "LEADERRUN_KEEP_OUTPUT",
+	"schedule":             "LEADERRUN_SCHEDULE",
+	"scheduled-events":     "LEADERRUN_SCHEDULED_EVENTS",
+	"log-level":            "LEADERRUN_LOG_LEVEL",
 }
 
 // Entry is one row of a two-column list: a name and what it means.

@@ -63,9 +63,10 @@ func (o *locationOptions) complete(fs *pflag.FlagSet) error {
 const azureBlobNameMax = 1024
 
 // maxLeaseName is the longest lease name as typed: the lease's other blobs
-// (NAME~slot-49, NAME~pause, NAME~trigger) add to it, and must stay within
-// Azure's limit.
-var maxLeaseName = azureBlobNameMax - max(len(lease.SlotBlob("", lease.MaxSlots-1)), len(lease.PauseBlob("")), len(lease.TriggerBlob("")))
+// (NAME~slot-49, NAME~pause, NAME~trigger, NAME~deputy) add to it, and
+// must stay within Azure's limit.
+var maxLeaseName = azureBlobNameMax - max(len(lease.SlotBlob("", lease.MaxSlots-1)), len(lease.PauseBlob("")), len(lease.TriggerBlob("")),
+	len(lease.DeputyBlob("")))
 
 // checkLeaseNameLength refuses a name longer than maxLeaseName, counting
 // the name as typed; the rest of the naming rules are the lease package's.

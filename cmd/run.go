@@ -58,6 +58,10 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet) {
 		fs.DurationVarP(&r.Timeout, "timeout", "w", 0, "give up waiting for the lease after this long (0: wait forever)")
 		fs.IntVarP(&r.ConflictCode, "conflict-exit-code", "E", exit.Conflict, "the exit status when the lease was not acquired")
 		fs.DurationVar(&r.Lease.PollInterval, "poll-interval", 2*time.Second, "how often a waiting follower reads the lease (±20% jitter)")
+		fs.DurationVar(&r.DeputyPoll, "deputy-poll-interval", lease.DefaultDeputyPoll,
+			"one waiting follower, the deputy, reads the lease this often (±20% jitter) to take it over within a fraction of a second; the others look at the deputy's place after a handover and every 15s (0: no deputy)")
+		fs.StringVar(&r.ReadyCmd, "ready-cmd", "", "take neither the lease nor the deputy's place while the shell command `CMD` (sh -c) fails; run before the first try and once per poll while waiting")
+		fs.DurationVar(&r.ReadyTimeout, "ready-timeout", runner.DefaultHealthTimeout, "a --ready-cmd running longer is killed and counts as failed")
 		fs.DurationVar(&r.Splay, "splay", 0, "wait a random time in [0, DURATION) before the first request, to spread a fleet started by the same clock")
 	})
 	inGroup(fs, groupOnce, func(fs *pflag.FlagSet) {
@@ -233,6 +237,7 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	}{
 		{"--timeout", r.Timeout}, {"--renew-interval", r.Lease.RenewInterval}, {"--poll-interval", r.Lease.PollInterval},
 		{"--kill-grace", r.Lease.KillGrace}, {"--once-per", r.OncePer}, {"--splay", r.Splay}, {"--max-runtime", r.MaxRuntime},
+		{"--deputy-poll-interval", r.DeputyPoll},
 	} {
 		if f.d < 0 {
 			return exit.Usagef("invalid %s %s: must not be negative", f.name, f.d)
@@ -255,6 +260,15 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 	}
 	if fs.Changed("poll-interval") && r.Lease.PollInterval == 0 {
 		return exit.Usagef("invalid --poll-interval 0: a follower must not poll in a busy loop")
+	}
+	if d := r.DeputyPoll; d > 0 && d < minDeputyPoll {
+		return exit.Usagef("invalid --deputy-poll-interval %s: use 0 (no deputy) or at least %s", d, minDeputyPoll)
+	}
+	if fs.Changed("ready-cmd") && r.ReadyCmd == "" {
+		return exit.Usagef("invalid --ready-cmd '': give a shell command, or leave the flag out")
+	}
+	if r.ReadyTimeout <= 0 {
+		return exit.Usagef("invalid --ready-timeout %s: must be positive", r.ReadyTimeout)
 	}
 	if n := r.Lease.Slots; n < 1 || n > lease.MaxSlots {
 		return exit.Usagef("invalid --slots %d: use 1 to %d", n, lease.MaxSlots)
@@ -286,6 +300,10 @@ func (o *runOptions) complete(c *cobra.Command, log hclog.Logger) error {
 // defaultKeepOutput is --keep-output's default: 64 KiB, within the
 // 100 kB a healthchecks.io ping's body keeps.
 const defaultKeepOutput = 64 << 10
+
+// minDeputyPoll is the shortest --deputy-poll-interval: the deputy's reads
+// must not become a busy loop on the blob (10 a second at most).
+const minDeputyPoll = 100 * time.Millisecond
 
 // hostname is this host's name, "localhost" if it has none.
 func hostname() string {

@@ -39,7 +39,7 @@ func chaosChild(t *testing.T) string {
 }
 
 // TestChaos runs each scenario once and checks the safety rule: no overlap
-// in scenarios 1–8, 10 and 13 (the freeze included: the guard kills at the deadline),
+// in scenarios 1–8, 10, 13 and 14 (the freeze included: the guard kills at the deadline),
 // leadership kept through short faults, exit 76 where it is lost; for the
 // storage loss, only that the child was killed in the end (its window is
 // logged). A trial takes 10–25 s, most

@@ -44,6 +44,17 @@ type Options struct {
 	// makes leaderrun exit 124; 0: no limit.
 	MaxRuntime time.Duration
 
+	// DeputyPoll (--deputy-poll-interval): how often a waiting follower
+	// that holds the deputy's place reads the lease; 0: no deputy.
+	DeputyPoll time.Duration
+	// ReadyCmd (--ready-cmd), if set, is run with sh -c, for ReadyTimeout
+	// at most, before the first request and once per poll while waiting:
+	// while it fails, this host takes neither the deputy's place nor the
+	// lease. CheckReady, if set, is asked instead (a simulation's).
+	ReadyCmd     string
+	ReadyTimeout time.Duration
+	CheckReady   func(ctx context.Context) error
+
 	NoWait         bool          // -n: do not wait for a held lease
 	Timeout        time.Duration // -w: 0 waits for ever
 	ConflictCode   int           // -E: the status when the lease was not acquired

@@ -1,9 +1,10 @@
 package leader
 
-// Waiting for the lease: the acquire, what a waiting follower reports, a
-// terminating signal that ends the wait, the exit status of a wait that
-// acquired nothing, COMMAND's guard started meanwhile (the head start), and
-// the runs that skip (--once-per, --once, --once-per-host, --schedule).
+// Waiting for the lease: the acquire, what a waiting follower reports (the
+// deputy's place taken, readiness: ready.go), a terminating signal that
+// ends the wait, the exit status of a wait that acquired nothing, COMMAND's
+// guard started meanwhile (the head start), and the runs that skip
+// (--once-per, --once, --once-per-host, --schedule).
 
 import (
 	"context"
@@ -50,12 +51,34 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 			}
 		}
 	}()
-	// waiting reports a wait (held, or held back) until the next try.
+	// waiting reports a wait (held, or held back) until the next try. A
+	// follower keeps no guard while it waits; the deputy keeps one ready,
+	// so that taking over never waits for a process to start. systemd's
+	// STATUS also says when this host stands by as the deputy, and when it
+	// is not ready (--ready-cmd): what `status` cannot show of every host.
+	var (
+		deputy         bool
+		waitingFor     string // why it waits, as STATUS last said
+		notReadyStatus string // --ready-cmd's reason not to lead; "" ready
+	)
+	statusNow := func() {
+		switch {
+		case notReadyStatus != "":
+			sd.status("waiting: " + notReadyStatus)
+		case deputy:
+			sd.status("waiting as the deputy: " + waitingFor)
+		default:
+			sd.status("waiting: " + waitingFor)
+		}
+	}
 	waiting := func(status, key, value string) {
-		hs.discard()
+		if !deputy {
+			hs.discard()
+		}
 		log.Info("waiting for the lease", "lease", exit.Cut(name), key, value)
 		sd.waiting()
-		sd.status("waiting: " + status)
+		waitingFor = status
+		statusNow()
 	}
 	// --splay: a random wait in [0, Splay) before the first request, so
 	// that a fleet whose clocks start it in the same second spreads out.
@@ -74,6 +97,17 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 				return nil, ctx.Err()
 			}
 			return nil, stoppedBy(waitSig, "during --splay; nothing ran, nothing is held")
+		}
+	}
+	var ready func(context.Context) string
+	if r := newReadiness(log, o); r != nil {
+		ready = func(ctx context.Context) string {
+			why := r.ask(ctx)
+			if why != notReadyStatus {
+				notReadyStatus = why
+				statusNow()
+			}
+			return why
 		}
 	}
 	l, err := inv.elector.Acquire(waitCtx, lease.WaitOptions{
@@ -99,6 +133,21 @@ func (inv *invocation) forLease(ctx context.Context) (*lease.Lease, error) {
 		// pause (`leaderrun pause`, checked inside lease).
 		Hold:   holdFunc(inv.events),
 		OnHold: func(reason string) { waiting(reason, "reason", reason) },
+		Ready:  ready,
+		// The deputy: a waiting follower that reads the lease every
+		// DeputyPoll while it holds the place (lease's deputy.go).
+		Deputy: o.DeputyPoll,
+		OnDeputy: func(standing bool) {
+			deputy = standing
+			statusNow()
+			if standing {
+				hs.prepare()
+				log.Info("standing by as the deputy: taking the lease over as soon as it is free", "lease", name, "poll_interval", o.DeputyPoll)
+				return
+			}
+			hs.discard()
+			log.Debug("no longer the deputy", "lease", name)
+		},
 	})
 	cancelWait()
 	<-waitDone
@@ -185,7 +234,9 @@ func heldText(held *lease.HeldError, self string) string {
 // acquire request, so that the guard's start, a whole process's, overlaps
 // the storage round trips instead of following them; COMMAND itself starts
 // once the lease is held. The guard is discarded when the wait for a held
-// lease begins, and when leaderrun ends without running COMMAND.
+// lease begins, and when leaderrun ends without running COMMAND; the
+// deputy prepares one when it takes its place and keeps it while it
+// stands by, so that its take-over waits for no process's start.
 type headStart struct {
 	log      hclog.Logger
 	launcher Launcher

@@ -25,6 +25,9 @@ type Blob struct {
 
 	// trigger is the lease's trigger marker (names.go); nil likewise.
 	trigger *Blob
+	// deputy is the lease's deputy's place (deputy.go); nil for other
+	// blobs and in unit tests that do not test the deputy.
+	deputy *Blob
 
 	createdHere atomic.Bool // ensureBlob created the blob (CreatedHere)
 }

@@ -128,8 +128,8 @@ func NewContainer(cfg ClientConfig) (*Container, error) {
 }
 
 // NewLeaseBlob is NewContainer for cfg's container, then the lease blob
-// cfg.Blob of it, with its pause and trigger markers (names.go). It makes
-// no request.
+// cfg.Blob of it, with its pause and trigger markers and its deputy's place
+// (names.go). It makes no request.
 func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 	name := cfg.Blob
 	if err := validateBlobName(name); err != nil {
@@ -151,6 +151,9 @@ func NewLeaseBlob(cfg ClientConfig) (*Blob, error) {
 		return nil, err
 	}
 	if b.trigger, err = c.Blob(TriggerBlob(name)); err != nil {
+		return nil, err
+	}
+	if b.deputy, err = c.Blob(DeputyBlob(name)); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -4,7 +4,8 @@ package lease
 // (the attempt behind it: acquire.go; the claim: claim.go); and how one
 // Acquire call waits as WaitOptions say and bounds its requests: each
 // request's deadline, the failure budget, the poll interval, a blob gone
-// under a holder, a holder or Hold that keeps it waiting, OnWait and OnHold.
+// under a holder, a holder or Hold that keeps it waiting, OnWait and OnHold,
+// and Ready, asked once per poll.
 
 import (
 	"cmp"
@@ -87,6 +88,25 @@ type WaitOptions struct {
 	// is free (Timeout applies).
 	Hold   func() string
 	OnHold func(reason string) // if set: told when Hold first holds off a waiting Acquire, and of new reasons
+	// Ready, if set, says whether this host may lead now: "" when ready,
+	// else why not (the reason of a *HeldError). It is asked before the
+	// first acquire or read and once per poll after that, never more
+	// often, so it may take time (a process: --ready-cmd). While it is not
+	// ready, no acquire is sent and the deputy's place is neither taken
+	// nor kept; reads go on. Its changes are for the caller to tell.
+	Ready func(ctx context.Context) string
+	// Deputy, if more than 0 and shorter than PollInterval, makes this
+	// waiting follower stand by as the deputy when it can take the place
+	// (deputy.go): it then reads the lease every Deputy (±20 %) instead of
+	// every PollInterval; a follower without the place reads it at some
+	// polls, never more than once a poll: the first, the first after a
+	// change of term, and one every 15 s. Off with NoWait, with Schedule
+	// and with several slots.
+	Deputy time.Duration
+	// OnDeputy, if set, is told when this follower takes the deputy's
+	// place (true) and when it loses or gives it up while still waiting
+	// (false); not when Acquire ends, which gives the place up anyway.
+	OnDeputy func(standing bool)
 }
 
 // Acquire acquires the lease, waiting as w says, and writes the new term to
@@ -125,7 +145,7 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 	if w.Once && e.cfg.Slots > 1 {
 		return nil, configErr("slots", "--once with --slots %d: --once runs COMMAND once for the fleet, so it takes one slot", e.cfg.Slots)
 	}
-	a := &attempt{e: e, b: e.b, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString()}
+	a := &attempt{e: e, b: e.b, w: w, leaseID: uuid.NewString(), nonce: uuid.NewString(), askReady: true}
 	if w.Timeout > 0 {
 		a.deadline = time.Now().Add(w.Timeout)
 	}
@@ -133,6 +153,15 @@ func (e *Elector) Acquire(ctx context.Context, w WaitOptions) (*Lease, error) {
 		return nil, err // slots.go: --once-per-host, this host is done
 	}
 	l, err := a.run(ctx)
+	// The deputy's place, if held, is given up whatever the outcome: behind
+	// a lease acquired (its Release waits for it), so that COMMAND's start
+	// does not wait for it; at once otherwise.
+	left := a.leavePlace(ctx)
+	if l != nil {
+		l.placeLeft = left
+	} else {
+		<-left
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			a.takeBack(ctx) // asked to stop: a claim of ours that may stand
@@ -286,9 +315,34 @@ func (a *attempt) succeeded() { a.failures.reset() }
 
 func (a *attempt) expired() bool { return !a.deadline.IsZero() && !time.Now().Before(a.deadline) }
 
-// pollWait sleeps one poll interval: PollInterval ±20 %.
+// pollWait sleeps one poll interval, ±20 %: the deputy's while this
+// follower holds the deputy's place, else PollInterval; before it, the
+// place is kept, taken or given up (standBy); after it, Ready is asked
+// again before the next request.
 func (a *attempt) pollWait(ctx context.Context) error {
-	return a.sleep(ctx, a.e.dice.jitter(a.e.cfg.PollInterval, 0.2))
+	a.standBy(ctx)
+	err := a.sleep(ctx, a.e.dice.jitter(a.pollEvery(), 0.2))
+	a.askReady = true
+	return err
+}
+
+// ready asks Ready, if set and not yet asked since the last poll wait: a
+// follower not ready acquires nothing (holding) and gives its deputy's
+// place up; an error is ctx's, ended during the check.
+func (a *attempt) ready(ctx context.Context) error {
+	if !a.askReady || a.w.Ready == nil {
+		return nil
+	}
+	a.askReady = false
+	a.notReady = a.w.Ready(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if a.notReady != "" && a.place != nil {
+		<-a.leavePlace(ctx)
+		a.toldDeputy(false)
+	}
+	return nil
 }
 
 // sleep waits d, or until the wait's deadline, or until ctx ends.
@@ -338,8 +392,11 @@ func (a *attempt) heldWait(ctx context.Context, held *Properties) error {
 	return a.pollWait(ctx)
 }
 
+// holding reports whether the acquire is held back: by Hold, or because
+// this host is not ready (Ready, asked once per poll).
 func (a *attempt) holding() bool {
-	return a.w.Hold != nil && a.heldBack(&a.reason, a.w.Hold())
+	held := a.w.Hold != nil && a.heldBack(&a.reason, a.w.Hold())
+	return held || a.notReady != ""
 }
 
 // heldBack notes reason (Hold's, a pause's; "" none) in *last, telling OnHold
@@ -359,7 +416,7 @@ func (a *attempt) heldBack(last *string, reason string) bool {
 // heldError names p's holder (nil: none) and Hold's or the pause's reason.
 func (a *attempt) heldError(p *Properties) *HeldError {
 	he := heldError(p)
-	he.Reason = cmp.Or(a.reason, a.pauseReason)
+	he.Reason = cmp.Or(a.reason, a.pauseReason, a.notReady)
 	return he
 }
 

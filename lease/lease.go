@@ -59,6 +59,9 @@ type Lease struct {
 	stopKeeper       context.CancelFunc
 	keeperDone       chan struct{}
 	releasing        bool // Release was called: the keeper exits without closing Lost, a second Release at once
+	// placeLeft closes once the deputy's place this holder held while it
+	// waited is given up (deputy.go); nil if it held none.
+	placeLeft <-chan struct{}
 }
 
 func newLease(b *Blob, cfg Config, d *dice, id string, sent, date time.Time) *Lease {
@@ -200,6 +203,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	if stop != nil {
 		stop()
 		<-done
+	}
+	if l.placeLeft != nil {
+		defer func() { <-l.placeLeft }() // given up behind the acquire: bounded by its own timeout
 	}
 
 	return retryTransient(context.WithoutCancel(ctx), l.dice, releaseTimeout, func(rctx context.Context) error {

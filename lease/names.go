@@ -12,6 +12,8 @@ package lease
 //	NAME~slot-I       slot I, for I from 1 to N−1 (--slots N)
 //	NAME~pause        the pause marker (leaderrun pause / resume)
 //	NAME~trigger      the trigger marker (leaderrun trigger)
+//	NAME~deputy       the deputy's place: a helper lease held by one waiting
+//	                  follower, which then polls more often (deputy.go)
 //	~done/NAME~HOST   HOST completed a run with status 0 (--once-per-host)
 //	~output/NAME~TERM the output kept of the run of TERM (--keep-output;
 //	                  ~output/NAME~slot-I~TERM for slot I: output.go)
@@ -37,6 +39,7 @@ const (
 	slotMarker    = "slot-"
 	pauseMarker   = "pause"
 	triggerMarker = "trigger"
+	deputyPlace   = "deputy"
 	doneMarker    = "done/"
 	// HelperPrefix begins the names of the helper blobs that accumulate.
 	HelperPrefix = MarkerSep
@@ -57,6 +60,7 @@ const (
 	KindDone                    // NAME~done/HOST
 	KindOther                   // NAME~something leaderrun does not write
 	KindTrigger                 // NAME~trigger
+	KindDeputy                  // NAME~deputy
 )
 
 // SlotBlob is the blob name of slot i of lease name.
@@ -72,6 +76,9 @@ func PauseBlob(name string) string { return name + MarkerSep + pauseMarker }
 
 // TriggerBlob is the blob name of lease name's trigger marker.
 func TriggerBlob(name string) string { return name + MarkerSep + triggerMarker }
+
+// DeputyBlob is the blob name of lease name's deputy's place.
+func DeputyBlob(name string) string { return name + MarkerSep + deputyPlace }
 
 // DonePrefix is the prefix of lease name's done markers.
 func DonePrefix(name string) string { return HelperPrefix + doneMarker + name + MarkerSep }
@@ -110,6 +117,8 @@ func ParseBlobName(blob string) BlobName {
 		b.Kind = KindPause
 	case rest == triggerMarker:
 		b.Kind = KindTrigger
+	case rest == deputyPlace:
+		b.Kind = KindDeputy
 	case strings.HasPrefix(rest, doneMarker) && len(rest) > len(doneMarker):
 		b.Kind, b.Host = KindDone, rest[len(doneMarker):]
 	case strings.HasPrefix(rest, slotMarker):

@@ -15,6 +15,8 @@ func TestBlobNames(t *testing.T) {
 		{SlotBlob("cron/report", 3), BlobName{Lease: "cron/report", Kind: KindSlot, Slot: 3}},
 		{SlotBlob("x", MaxSlots-1), BlobName{Lease: "x", Kind: KindSlot, Slot: MaxSlots - 1}},
 		{PauseBlob("deploy"), BlobName{Lease: "deploy", Kind: KindPause}},
+		{DeputyBlob("cron/report"), BlobName{Lease: "cron/report", Kind: KindDeputy}},
+		{"x~deputy2", BlobName{Lease: "x", Kind: KindOther}},
 		{DoneBlob("patch/2026-11", "vm-3"), BlobName{Lease: "patch/2026-11", Kind: KindDone, Host: "vm-3"}},
 		{DoneBlob("p", "a/b"), BlobName{Lease: "p", Kind: KindDone, Host: "a/b"}},
 		{"x~slot-0", BlobName{Lease: "x", Kind: KindOther}},

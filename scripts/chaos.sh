@@ -2,14 +2,17 @@
 # chaos.sh — leaderrun's chaos run: N randomized fault-injection trials
 # (black holes, resets, 5xx/429 and latency, an operator's break, kill -9,
 # a stubborn child, a frozen leaderrun, a deleted lease blob, throttling, writes
-# whose answer is lost, grandchildren that escape COMMAND's group) against its own
+# whose answer is lost, grandchildren that escape COMMAND's group, a deputy
+# killed, frozen or cut off during a handover) against its own
 # Azurite emulator on loopback, and a markdown table of what they measured:
 # overlaps, how long the old child ran after the fault, failover times.
 #
-#   scripts/chaos.sh                    100 trials over all 13 scenarios
+#   scripts/chaos.sh                    100 trials over all 14 scenarios
 #   scripts/chaos.sh -n 20 -p 4         20 trials, 4 at a time
 #   scripts/chaos.sh -s 11,12 -n 30     throttling and lost answers only
 #   scripts/chaos.sh -s freeze,9        by name or number
+#   scripts/chaos.sh -s deputy -n 15    handovers whose deputy is killed, frozen or
+#                                       cut off around the leader's SIGTERM
 #   scripts/chaos.sh -s escape -n 16    grandchildren that leave COMMAND's group
 #                                       (timeout, setsid, a double fork), under a
 #                                       lost lease, an outside SIGTERM, kill -9

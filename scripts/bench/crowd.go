@@ -53,7 +53,9 @@ func (b *bench) crowd(ctx context.Context, n int) crowdResult { return b.crowdOn
 // share a dozen values; split, they would pass them all around.
 func (b *bench) crowdOn(ctx context.Context, n, slots int) crowdResult {
 	r := crowdResult{n: n, slots: slots, poll: b.o.crowdPoll, run: b.o.crowdRun, watch: b.o.crowdWatch}
-	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d-%d", n, slots))
+	// Its own directory, records included: figure 8 runs a crowd of the
+	// same size and slots as figure 6, and would count both runs' children.
+	dir := filepath.Join(b.work, fmt.Sprintf("crowd-%d-%d-%s", n, slots, testenv.RandHex(3)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.err = err.Error()
 		return r

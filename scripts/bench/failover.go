@@ -17,13 +17,10 @@ import (
 
 // failoverResult is figure 3: kill -9 of the leader.
 type failoverResult struct {
-	// leaderrun (default 15 s lease, follower at the default 2 s poll):
-	// from the kill to the follower's child's begin; from the leader's last
-	// successful renewal (as seen by its proxy) to the same; how long the
-	// crashed leader's child was still running after the kill.
-	failover, sinceRenewal, survival sample
-	trials                           int
-	errs                             []string
+	// leaderrun (default 15 s lease): at the default flags, where the
+	// successor is the deputy, and without a deputy (a follower at the
+	// default 2 s poll).
+	rows []failoverRow
 	// etcdctl lock --ttl 15: the same, and whether the crashed leader's
 	// command was still running when the new holder's began.
 	etcdFailover sample
@@ -31,6 +28,28 @@ type failoverResult struct {
 	etcdTrials   int
 	etcdErr      string
 	err          string
+}
+
+// failoverRow is one leaderrun row of figure 3: from the kill to the
+// successor's child's begin; from the leader's last successful renewal (as
+// seen by its proxy) to the same; how long the crashed leader's child was
+// still running after the kill.
+type failoverRow struct {
+	label                            string
+	failover, sinceRenewal, survival sample
+	trials                           int
+	errs                             []string
+}
+
+// failoverCases are figure 3's leaderrun rows: the successor's flags, and
+// whether it stands by as the deputy.
+var failoverCases = []struct {
+	label  string
+	flags  []string
+	deputy bool
+}{
+	{"leaderrun (15 s lease), default flags: the deputy reads every 250ms", nil, true},
+	{"leaderrun (15 s lease), --deputy-poll-interval 0: a follower at the default 2 s poll", []string{"--deputy-poll-interval", "0"}, false},
 }
 
 const (
@@ -50,18 +69,25 @@ func (b *bench) failover(ctx context.Context) *failoverResult {
 		failover, sinceRenewal, survival time.Duration
 		orphan                           bool
 		etcd                             bool
+		row                              int // failoverCases
 		err                              error
 	}
 	var mu sync.Mutex
 	var all []one
 	var wg sync.WaitGroup
-	for i := range b.o.failovers {
-		wg.Go(func() {
-			f, s, v, err := b.failoverLeaderrun(ctx, dir, i)
-			mu.Lock()
-			all = append(all, one{failover: f, sinceRenewal: s, survival: v, err: err})
-			mu.Unlock()
-		})
+	for c := range failoverCases {
+		n := b.o.failovers
+		if c > 0 {
+			n = max(b.o.failovers/2, 1) // the comparison
+		}
+		for i := range n {
+			wg.Go(func() {
+				f, s, v, err := b.failoverLeaderrun(ctx, dir, c, i)
+				mu.Lock()
+				all = append(all, one{failover: f, sinceRenewal: s, survival: v, row: c, err: err})
+				mu.Unlock()
+			})
+		}
 	}
 	etcdTrials := 0
 	if b.etcd != nil {
@@ -78,7 +104,11 @@ func (b *bench) failover(ctx context.Context) *failoverResult {
 		})
 	}
 	wg.Wait()
+	for _, c := range failoverCases {
+		r.rows = append(r.rows, failoverRow{label: c.label})
+	}
 	for _, o := range all {
+		row := &r.rows[o.row]
 		switch {
 		case o.etcd && o.err != nil:
 			r.etcdErr = o.err.Error()
@@ -89,16 +119,18 @@ func (b *bench) failover(ctx context.Context) *failoverResult {
 				r.etcdOrphans++
 			}
 		case o.err != nil:
-			r.errs = append(r.errs, o.err.Error())
+			row.errs = append(row.errs, o.err.Error())
 		default:
-			r.trials++
-			r.failover = append(r.failover, o.failover)
-			r.sinceRenewal = append(r.sinceRenewal, o.sinceRenewal)
-			r.survival = append(r.survival, o.survival)
+			row.trials++
+			row.failover = append(row.failover, o.failover)
+			row.sinceRenewal = append(row.sinceRenewal, o.sinceRenewal)
+			row.survival = append(row.survival, o.survival)
 		}
 	}
-	if r.trials == 0 && len(r.errs) > 0 {
-		r.err = r.errs[0]
+	for _, row := range r.rows {
+		if row.trials == 0 && len(row.errs) > 0 && r.err == "" {
+			r.err = row.errs[0]
+		}
 	}
 	return r
 }
@@ -147,13 +179,16 @@ func (w *renewWatch) lastAt() time.Time {
 	return w.last
 }
 
-// failoverLeaderrun is one crash trial: a leader (through its own counting
-// proxy) runs the chaos child, beating every 5 ms; a follower waits at the
-// default poll interval; after a random 0.5–5.5 s (a random phase of the
-// 5 s renewals) the leader gets SIGKILL. The crashed leader's child is
-// watched every millisecond until it is gone; the follower's child's begin
-// ends the trial.
-func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failover, sinceRenewal, survival time.Duration, err error) {
+// failoverLeaderrun is one crash trial of failoverCases[c]: a leader
+// (through its own counting proxy) runs the chaos child, beating every
+// 5 ms; a follower waits with the case's flags (as the deputy, at the
+// default flags); after a random 0.5–5.5 s (a random phase of the 5 s
+// renewals) the leader gets SIGKILL. The crashed leader's child is watched
+// every millisecond until it is gone; the follower's child's begin ends the
+// trial.
+func (b *bench) failoverLeaderrun(ctx context.Context, dir string, c, i int) (failover, sinceRenewal, survival time.Duration, err error) {
+	fc := failoverCases[c]
+	i += 100 * c // the trial's files and identities
 	recPath := filepath.Join(dir, fmt.Sprintf("records-%d", i))
 	rec := chaos.NewRecords(recPath)
 	name := "failover-" + testenv.RandHex(4)
@@ -177,7 +212,7 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 		return 0, 0, 0, err
 	}
 	follower, err := b.launch(fid, filepath.Join(dir, fid+".log"), b.direct(),
-		b.lr(name, []string{"--identity", fid}, b.bin.child, "-log", recPath))
+		b.lr(name, append([]string{"--identity", fid}, fc.flags...), b.bin.child, "-log", recPath))
 	if err != nil {
 		watch.lastAt()
 		return 0, 0, 0, err
@@ -186,7 +221,11 @@ func (b *bench) failoverLeaderrun(ctx context.Context, dir string, i int) (failo
 		follower.Stop(10 * time.Second)
 		b.reapChildren(rec)
 	}()
-	if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(follower.Log, "waiting for the lease") || follower.Exited() }) || follower.Exited() {
+	settled := "waiting for the lease"
+	if fc.deputy {
+		settled = "standing by as the deputy"
+	}
+	if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(follower.Log, settled) || follower.Exited() }) || follower.Exited() {
 		watch.lastAt()
 		return 0, 0, 0, fmt.Errorf("%s did not settle into waiting%s", fid, testenv.LogTail(follower.Log))
 	}

@@ -12,15 +12,40 @@ import (
 	"github.com/leaderrun/leaderrun/internal/testkit/chaos"
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 	"github.com/leaderrun/leaderrun/internal/testkit/testenv"
+	"github.com/leaderrun/leaderrun/lease"
 )
 
-// handoverResult is figure 2 for one poll interval (or for etcd): the time
-// from the SIGTERM sent to the leader until the follower's child began.
+// handoverCase is one leaderrun row of figure 2: the flags every
+// leaderrun of the row gets, and the poll of whoever takes over: the
+// deputy's, or a follower's when there is no deputy.
+type handoverCase struct {
+	label  string
+	flags  []string
+	poll   time.Duration
+	deputy bool // the successor stands by as the deputy before the SIGTERM
+}
+
+// handoverCases are figure 2's leaderrun rows: the default flags, where the
+// follower stands by as the deputy, then followers at each of polls
+// without a deputy, as before the deputy.
+func handoverCases(polls []time.Duration) []handoverCase {
+	cs := []handoverCase{{label: "leaderrun, default flags (the deputy reads every " + lease.DefaultDeputyPoll.String() + ")",
+		poll: lease.DefaultDeputyPoll, deputy: true}}
+	for _, p := range polls {
+		cs = append(cs, handoverCase{label: "leaderrun --poll-interval " + p.String() + " --deputy-poll-interval 0",
+			flags: []string{"--poll-interval", p.String(), "--deputy-poll-interval", "0"}, poll: p})
+	}
+	return cs
+}
+
+// handoverResult is figure 2 for one case (or for etcd): the time from the
+// SIGTERM sent to the leader until the successor's child began.
 type handoverResult struct {
-	label string
-	poll  time.Duration // 0 for etcd
-	etcd  bool
-	d     sample
+	label  string
+	poll   time.Duration // the successor's poll; 0 for etcd
+	deputy bool          // the successor was the deputy
+	etcd   bool
+	d      sample
 	// leaderrun's handover in three parts, from the proxies' clocks: the
 	// leader stops (SIGTERM → its release request), the follower's poll
 	// wait (→ its read that finds the lease free: the last read before its
@@ -76,27 +101,28 @@ func awaitChild(ctx context.Context, rec *chaos.Records, owner string, p *testen
 	return at, fmt.Errorf("%s's child did not begin within %s%s", owner, d, testenv.LogTail(p.Log))
 }
 
-// handoverLeaderrun measures graceful handovers at one poll interval. A
-// leader runs the chaos child; a follower is started and waits ("waiting
-// for the lease" in its log); after a random part of a poll interval (so
-// that the SIGTERM falls at a uniformly random phase of the follower's
-// polling) the leader gets SIGTERM, forwards it to its child, which ends,
-// records the run's end and releases the lease. The follower's next read
-// finds the lease free, it acquires and starts its child. The follower then
-// leads the next round.
+// handoverLeaderrun measures graceful handovers of one case. A leader runs
+// the chaos child; a follower is started and waits ("waiting for the
+// lease" in its log; with the deputy, "standing by as the deputy"); after a
+// random part of its poll interval (so that the SIGTERM falls at a
+// uniformly random phase of its polling) the leader gets SIGTERM, forwards
+// it to its child, which ends, records the run's end and releases the
+// lease. The follower's next read finds the lease free, it acquires and
+// starts its child. The follower then leads the next round.
 //
 // Long on purpose: one round is a sequence of steps over the same two
 // processes and timestamps, read best top to bottom.
-func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) handoverResult {
-	r := handoverResult{label: "leaderrun --poll-interval " + poll.String(), poll: poll}
-	dir := filepath.Join(b.work, "handover-"+poll.String())
+func (b *bench) handoverLeaderrun(ctx context.Context, hc handoverCase) handoverResult {
+	poll := hc.poll
+	r := handoverResult{label: hc.label, poll: poll, deputy: hc.deputy}
+	name := "handover-" + testenv.RandHex(4)
+	dir := filepath.Join(b.work, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.err = err.Error()
 		return r
 	}
 	recPath := filepath.Join(dir, "records")
 	rec := chaos.NewRecords(recPath)
-	name := "handover-" + testenv.RandHex(4)
 	// Every leaderrun talks through its own counting proxy, whose clock
 	// times its requests.
 	var clocks []*opClock
@@ -116,7 +142,7 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 		clock := clockOps(px)
 		clocks = append(clocks, clock)
 		env, flags := b.viaProxy(px)
-		flags = append(flags, "--identity", id, "--poll-interval", poll.String(), "--kill-grace", "5s")
+		flags = append(append(flags, "--identity", id, "--kill-grace", "5s"), hc.flags...)
 		p, err := b.launch(id, filepath.Join(dir, id+".log"), env, b.lr(name, flags, b.bin.child, "-log", recPath))
 		return p, id, clock, err
 	}
@@ -137,8 +163,12 @@ func (b *bench) handoverLeaderrun(ctx context.Context, poll time.Duration) hando
 			r.err = err.Error()
 			break
 		}
+		settled := "waiting for the lease"
+		if hc.deputy {
+			settled = "standing by as the deputy"
+		}
 		waiting := waitFor(ctx, 15*time.Second, func() bool {
-			return testenv.LogHas(follower.Log, "waiting for the lease") || follower.Exited()
+			return testenv.LogHas(follower.Log, settled) || follower.Exited()
 		})
 		if !waiting || follower.Exited() {
 			r.err = fmt.Sprintf("%s did not settle into waiting%s", fid, testenv.LogTail(follower.Log))

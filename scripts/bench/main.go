@@ -18,13 +18,14 @@
 //  1. start cost: `leaderrun -l x -- true` on a free lease, against
 //     `flock FILE true` and `etcdctl lock x true`, and where leaderrun's
 //     time goes;
-//  2. graceful handover: the leader gets SIGTERM, until the follower's
-//     child starts, at three poll intervals, and etcd's watch-based
-//     handover;
-//  3. crash failover: kill -9 of the leader, until the follower's child
+//  2. graceful handover: the leader gets SIGTERM, until the successor's
+//     child starts: at the default flags (the successor is the deputy),
+//     at poll intervals without a deputy, and etcd's watch-based handover;
+//  3. crash failover: kill -9 of the leader, until the successor's child
 //     starts, and how long the crashed leader's child lived on;
-//  4. storage requests per hour of a leader and of waiting followers, and
-//     what they cost a month at the given prices;
+//  4. storage requests per hour of a leader, its deputy, another waiting
+//     follower and followers without a deputy, and what they cost a month
+//     at the given prices;
 //  5. footprint: peak RSS and CPU of a leading leaderrun, its guard and a
 //     waiting follower over the same window, and the binary's size;
 //  6. many contenders: 50 and 200 leaderrun processes on one lease, each
@@ -121,7 +122,7 @@ func parseOptions(args []string) (options, error) {
 	crowds := fs.String("contenders", "", "contender counts, comma-separated (default 50,200; 20 with -quick)")
 	fs.DurationVar(&o.crowdPoll, "contender-poll", 2*time.Second, "the contenders' --poll-interval")
 	fs.DurationVar(&o.crowdRun, "contender-run", 200*time.Millisecond, "how long each contender's child runs")
-	polls := fs.String("polls", "200ms,500ms,2s", "the poll intervals of the graceful handover figure")
+	polls := fs.String("polls", "200ms,2s", "the poll intervals of the graceful handover figure's followers without a deputy (the default flags' row, with the deputy, always runs)")
 	only := fs.String("only", "", "run only these figures, comma-separated: "+strings.Join(figures, ", "))
 	fs.DurationVar(&o.rtt, "rtt", 5*time.Millisecond, "latency added to each request in the start-cost breakdown's last row")
 	fs.DurationVar(&o.hoRTT, "handover-rtt", 0, "latency added to each request of the graceful handover figure (as a network round trip would)")
@@ -301,8 +302,10 @@ func drive(o options, args []string) (int, error) {
 	}
 	if o.runs("handover") && ctx.Err() == nil {
 		progress("2/7 graceful handover")
-		for _, poll := range o.polls {
-			res.handover = append(res.handover, b.handoverLeaderrun(ctx, poll))
+		for _, hc := range handoverCases(o.polls) {
+			if ctx.Err() == nil {
+				res.handover = append(res.handover, b.handoverLeaderrun(ctx, hc))
+			}
 		}
 		res.handover = append(res.handover, b.handoverEtcd(ctx))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
+	"github.com/leaderrun/leaderrun/lease"
 )
 
 // hoursPerMonth is Azure's billing month (730 hours).
@@ -193,12 +194,13 @@ func reportStart(pf printer, b *bench, s *startResult) {
 }
 
 func reportHandover(pf printer, b *bench, r *results) {
-	pf("### 2. Graceful handover: SIGTERM to the leader → the follower's command starts\n\n")
+	pf("### 2. Graceful handover: SIGTERM to the leader → the successor's command starts\n\n")
 	req := time.Duration(0)
 	if r.start != nil {
 		req = r.start.request.p50()
 	}
-	pf("The leader forwards SIGTERM to its command, which ends; the leader records the run's end and releases the lease; the follower's next read finds it free, it acquires, records its run and starts its command. The SIGTERM falls at a random phase of the follower's polling (±20%% jitter), so the poll wait is random, about poll/2 at the median: with a few dozen handovers the median of the whole is only known to ± poll/(2√n). Each leaderrun talks through its own counting proxy, whose clock splits the handover into the leader's stop (SIGTERM → its release request), the poll wait (→ the follower's read that finds the lease free) and the take-over (→ the follower's command starts); the stop and the take-over are what leaderrun adds to the wait. etcdctl's process group gets SIGTERM (etcdctl 3.4 does not pass it on to its command) and the waiting etcdctl learns of the unlock by a watch.\n\n")
+	pf("The leader forwards SIGTERM to its command, which ends; the leader records the run's end and releases the lease; the successor's next read finds it free, it acquires, records its run and starts its command. At the default flags the successor is the deputy, the waiting follower that holds the deputy's place and reads the lease every %s; without a deputy it is a follower at its --poll-interval. The SIGTERM falls at a random phase of the successor's polling (±20%% jitter), so the poll wait is random, about poll/2 at the median: with a few dozen handovers the median of the whole is only known to ± poll/(2√n).", lease.DefaultDeputyPoll)
+	pf(" Each leaderrun talks through its own counting proxy, whose clock splits the handover into the leader's stop (SIGTERM → its release request), the poll wait (→ the successor's read that finds the lease free) and the take-over (→ the successor's command starts); the stop and the take-over are what leaderrun adds to the wait. etcdctl's process group gets SIGTERM (etcdctl 3.4 does not pass it on to its command) and the waiting etcdctl learns of the unlock by a watch.\n\n")
 	if b.o.hoRTT > 0 {
 		req += b.o.hoRTT
 		pf("Every leaderrun request of this figure is delayed by %s (-handover-rtt), as a network round trip would.\n\n", fd(b.o.hoRTT))
@@ -214,8 +216,8 @@ func reportHandover(pf printer, b *bench, r *results) {
 			continue
 		}
 		label := h.label
-		if h.poll == defaultPoll {
-			label += " (default)"
+		if h.deputy {
+			label = fmt.Sprintf("**%s**", label)
 		}
 		added := addedPart(h)
 		pf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", label, len(h.d), fd(h.d.p50()), fd(h.d.p95()), fd(h.poll/2+req),
@@ -245,18 +247,22 @@ func verdict(s sample, limit time.Duration) string {
 }
 
 func reportFailover(pf printer, b *bench, f *failoverResult) {
-	pf("### 3. Crash failover: kill -9 of the leader → the follower's command starts\n\n")
+	pf("### 3. Crash failover: kill -9 of the leader → the successor's command starts\n\n")
 	if f == nil {
 		pf("Not measured.\n\n")
 		return
 	}
 	pf("Trials side by side, each on its own lease, the kill at a random phase of the 5 s renewals. \"From the last renewal\" is from the last acquire or renew the leader's proxy saw.\n\n")
 	pf("| | trials | failover p50 / p95 | from the last renewal p50 / p95 | the crashed leader's command lived on |\n|---|---|---|---|---|\n")
-	if f.trials > 0 {
-		pf("| leaderrun (15 s lease, follower at the default 2 s poll) | %d | %s | %s | %s p50, %s max (watched every 1 ms) |\n",
-			f.trials, fq(f.failover), fq(f.sinceRenewal), fd(f.survival.p50()), fd(f.survival.max()))
-	} else {
-		pf("| leaderrun | 0 | n/a | n/a | %s |\n", f.err)
+	var errs []string
+	for _, row := range f.rows {
+		if row.trials > 0 {
+			pf("| %s | %d | %s | %s | %s p50, %s max (watched every 1 ms) |\n",
+				row.label, row.trials, fq(row.failover), fq(row.sinceRenewal), fd(row.survival.p50()), fd(row.survival.max()))
+		} else {
+			pf("| %s | 0 | n/a | n/a | %s |\n", row.label, strings.Join(row.errs, "; "))
+		}
+		errs = append(errs, row.errs...)
 	}
 	if f.etcdTrials > 0 {
 		pf("| `etcdctl lock --ttl %d` | %d | %s | — | still running when the next holder's command began in %d of %d trials (no parent-death signal; the bench killed it) |\n",
@@ -265,8 +271,8 @@ func reportFailover(pf printer, b *bench, f *failoverResult) {
 		pf("| `etcdctl lock` | 0 | n/a | — | %s |\n", f.etcdErr)
 	}
 	pf("\n")
-	if len(f.errs) > 0 {
-		pf("Trials that could not run: %s.\n\n", strings.Join(f.errs, "; "))
+	if len(errs) > 0 {
+		pf("Trials that could not run: %s.\n\n", strings.Join(errs, "; "))
 	}
 }
 
@@ -295,12 +301,16 @@ func reportRequests(pf printer, b *bench, r *results) {
 		c := r.start.requests
 		pf("One run on a free lease (figure 1) makes %d requests (%s): %s per 10,000 runs. ", c.Reads+c.Writes, opsLine(c), usd(p.perRun(c)*10000))
 	}
-	for _, row := range s.rows {
-		if row.startup != nil && strings.HasPrefix(row.label, "leaderrun, waiting") && strings.Contains(row.label, "default") {
-			pf("A follower's start, before it waits: %s.", opsLine(*row.startup))
+	for i, row := range s.rows {
+		switch {
+		case row.startup == nil || i == 0:
+		case strings.Contains(row.label, "the deputy ("):
+			pf("Before the window, the deputy's start (the lease's acquire refused and its read; the place's read, creation, acquire and the record of who holds it) and its first polls: %s. ", opsLine(*row.startup))
+		case strings.Contains(row.label, "another follower"):
+			pf("Another follower's start: %s. ", opsLine(*row.startup))
 		}
 	}
-	pf("\n\n")
+	pf("A follower that is not the deputy reads the lease every poll and the deputy's place every 15 s (and once after each handover): 240 of its GetProperties an hour are the place's (the lease package's TestDeputyCost counts them apart).\n\n")
 }
 
 func reportFootprint(pf printer, b *bench, r *results) {
@@ -339,7 +349,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 	}
 	pf("N leaderrun processes at `--poll-interval %s` wait behind a holder (request rate over %s), then the holder ends and leadership passes around: each contender runs a %s command once and exits. All requests go through one counting proxy; the chaos child's records show whether two commands ever ran at once.\n\n",
 		b.o.crowdPoll, b.o.crowdWatch, b.o.crowdRun)
-	pf("| contenders | all waiting: requests/s (peak in 1 s) | per contender | PSS / RSS of all | commands run | two at once | end → next begin p50 / p95 | passing around: requests/s (peak) | acquires per handover | writes per waiting contender-hour |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	pf("| contenders | all waiting: requests/s (peak in 1 s) | per contender | PSS / RSS of all | commands run | two at once | end → next begin p50 / p95 | passing around: requests/s (peak) | acquires per handover | writes per waiting contender-hour (but the deputy's place) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.crowds {
 		if c.started == 0 {
 			pf("| %d | n/a | | | | | | | | %s |\n", c.n, c.err)
@@ -357,7 +367,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 		if c.ran > 0 {
 			acq = fmt.Sprintf("%.2f", float64(c.during.ByOp[faultproxy.OpAcquire])/float64(c.ran))
 		}
-		writesPerHour := float64(c.waiting.Writes) / c.watch.Hours() / float64(c.n)
+		writesPerHour := float64(leaseWrites(c.waiting)) / c.watch.Hours() / float64(c.n)
 		pf("| %d | %s (%d) | %s/s | %s / %s | %d of %d | %s | %s | %s | %s | %s |\n", c.n, fcount(wr), c.peakWait,
 			fcount(wr/float64(c.n)), fmb(c.pssTotal), fmb(c.rssTotal), c.ran, c.n, two, fq(c.gaps), runRate, acq, fcount(writesPerHour))
 	}
@@ -368,7 +378,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 	for _, c := range r.crowds {
 		if c.started > 0 && c.watch > 0 {
 			perContender = float64(c.waiting.Reads+c.waiting.Writes) / c.watch.Seconds() / float64(c.n)
-			writes += c.waiting.Writes
+			writes += leaseWrites(c.waiting)
 		}
 	}
 	wrote := "writes nothing"
@@ -381,7 +391,7 @@ func reportCrowds(pf printer, b *bench, r *results) {
 		at := func(n int, p time.Duration) float64 { return float64(n) * k / p.Seconds() }
 		floor := time.Duration(1000 * k / perBlobTarget * float64(time.Second))
 		half := 2 * floor
-		pf("**A model for 1,000 contenders.** Measured above: a waiting contender reads the blob's properties %.2f times per poll interval (%.3f requests/s at %s) and %s while the lease is held. N contenders at poll interval P thus make ≈ N/P requests/s on the one lease blob, plus the holder's renewal every 5 s and a few acquires at each handover. Azure's target for a single blob is up to %.0f requests/s (\"Scalability and performance targets for Blob storage\"); beyond it the service answers 503 Server Busy to every client of the blob, the holder's renewals included. For 1,000 contenders: at the default 2 s that is ≈ %.0f requests/s, %s the target; `--poll-interval %s` reaches the target, `--poll-interval %s` keeps them at half of it (≈ %.0f requests/s, %s a month at the sample price). More contenders make handovers faster, not slower: after a release the first read comes within about P/N (%s for 1,000 at %s).\n\n",
+		pf("**A model for 1,000 contenders.** Measured above: a waiting contender makes %.2f requests per poll interval (%.3f requests/s at %s): a read of the lease each poll, one of the deputy's place every 15 s, and the deputy's 4 reads a second shared among them; and %s while the lease is held. N contenders at poll interval P thus make ≈ N/P requests/s on the lease blob (plus the deputy's 4) and N/15 on the place's, the holder's renewal every 5 s and a few acquires at each handover. Azure's target for a single blob is up to %.0f requests/s (\"Scalability and performance targets for Blob storage\"); beyond it the service answers 503 Server Busy to every client of the blob, the holder's renewals included. For 1,000 contenders: at the default 2 s that is ≈ %.0f requests/s, %s the target; `--poll-interval %s` reaches the target, `--poll-interval %s` keeps them at half of it (≈ %.0f requests/s, %s a month at the sample price). More contenders make handovers faster, not slower: after a release the first read comes within about P/N (%s for 1,000 at %s).\n\n",
 			k, perContender, poll, wrote, perBlobTarget, at(1000, 2*time.Second), aboveBelow(at(1000, 2*time.Second)), roundUp(floor), roundUp(half), at(1000, roundUp(half)),
 			usd(at(1000, roundUp(half))*3600*hoursPerMonth*b.o.prices.other/10000), fd(roundUp(half)/1000), roundUp(half))
 	}
@@ -409,15 +419,15 @@ func reportTargets(pf printer, b *bench, r *results) {
 		var seen bool
 		for _, row := range s.rows {
 			if row.counts != nil && strings.HasPrefix(row.label, "leaderrun, waiting") {
-				w += row.counts.Writes
+				w += leaseWrites(*row.counts)
 				seen = true
 			}
 		}
 		for _, c := range r.crowds {
-			w += c.waiting.Writes
+			w += leaseWrites(c.waiting)
 		}
 		if seen {
-			row("waiting followers make no writes while the lease is held", fmt.Sprintf("%d writes", w), w == 0)
+			row("waiting followers make no writes while the lease is held (but the deputy's renewals of its own place)", fmt.Sprintf("%d writes", w), w == 0)
 		}
 		for _, rw := range s.rows {
 			if strings.HasPrefix(rw.label, "leaderrun, leading") && rw.err == "" {
@@ -426,8 +436,15 @@ func reportTargets(pf printer, b *bench, r *results) {
 		}
 	}
 	for _, h := range r.handover {
+		if h.deputy && len(h.d) > 0 {
+			row("graceful handover at the default flags (to the deputy): p50 ≤ 250 ms, p95 ≤ 400 ms",
+				fmt.Sprintf("p50 %s, p95 %s (%d handovers)", fd(h.d.p50()), fd(h.d.p95()), len(h.d)),
+				h.d.p50() <= 250*time.Millisecond && h.d.p95() <= 400*time.Millisecond)
+		}
+	}
+	for _, h := range r.handover {
 		if added := addedPart(h); !h.etcd && len(added) > 0 {
-			row(fmt.Sprintf("handover p50 ≤ poll/2 + 20 ms at %s", h.poll),
+			row(fmt.Sprintf("handover p50 ≤ poll/2 + 20 ms at %s", h.label),
 				fmt.Sprintf("%s; the stop + take-over that leaderrun adds to the poll wait: %s", fd(h.d.p50()), fd(added.p50())),
 				added.p50() <= 20*time.Millisecond)
 		}
@@ -439,19 +456,25 @@ func reportTargets(pf printer, b *bench, r *results) {
 }
 
 func reportMeaning(pf printer, b *bench, r *results) {
-	pf("### What the figures mean for choosing `--poll-interval` and `--lease-duration`\n\n")
-	extra := "a few tens of milliseconds"
+	pf("### What the figures mean for choosing `--deputy-poll-interval`, `--poll-interval` and `--lease-duration`\n\n")
+	extra, dep := "a few tens of milliseconds", "n/a"
 	for _, h := range r.handover {
-		if added := addedPart(h); !h.etcd && len(added) > 0 && h.poll == defaultPoll {
-			extra = fd(added.p50())
+		if added := addedPart(h); h.deputy && len(added) > 0 {
+			extra, dep = fd(added.p50()), fmt.Sprintf("%s at the median, %s at the 95th percentile", fd(h.d.p50()), fd(h.d.p95()))
 		}
 	}
-	pf("- **`--poll-interval` sets how long a planned stop leaves nobody running**: a graceful handover takes about half a poll interval plus %s here (the follower's next read, then its acquire, metadata writes and the start of its command), at worst 1.2 poll intervals. It is also what a waiting follower costs: 3600/P reads an hour (1,800 at the default 2 s), one request each, and no writes. Shorten it when seconds of downtime at a deploy matter; lengthen it for big fleets (keep N/P well under Azure's %.0f requests/s per blob: P ≥ N/250 s).\n", extra, perBlobTarget)
-	pf("- **`--lease-duration` sets how long a crash leaves nobody running**: after kill -9, a lost VM or a cut network, the lease runs out by itself: failover ≈ the lease duration − the age of the last renewal + half a poll interval (10–17 s at the default 15 s; up to about 60 s + P at 60 s). A longer lease rides out longer storage outages before the command is stopped (while renewals fail, it keeps running until the lease duration − 1.5 s − the stop budget after the last success, and is dead 1 s before the lease could pass), at the price of a slower failover. It changes the bill little: renewals every duration/3 (720 an hour at 15 s, 180 at 60 s).\n")
+	pf("- **The deputy sets how long a planned stop leaves nobody running**: one waiting follower holds the deputy's place and reads the lease every %s, so a graceful handover takes about half of that plus %s here (its next read, then its acquire, the claim and the start of its command): %s (figure 2). It costs that follower 3600/D reads an hour (14,400 at 250 ms) and 720 renewals of its place; every other follower reads the place every 15 s and after each handover, 240 reads an hour. `--deputy-poll-interval 0` turns it off: a handover then takes half a `--poll-interval`, at worst 1.2 of them.\n", lease.DefaultDeputyPoll, extra, dep)
+	pf("- **`--poll-interval` sets what a waiting follower costs**: 3600/P reads of the lease an hour (1,800 at the default 2 s) besides the 240 of the deputy's place, one request each, and no writes. Lengthen it for big fleets (keep N/P well under Azure's %.0f requests/s per blob: P ≥ N/250 s).\n", perBlobTarget)
+	pf("- **`--lease-duration` sets how long a crash leaves nobody running**: after kill -9, a lost VM or a cut network, the lease runs out by itself: failover ≈ the lease duration − the age of the last renewal + half the deputy's poll (10–15 s at the default 15 s; up to about 60 s at 60 s). A longer lease rides out longer storage outages before the command is stopped (while renewals fail, it keeps running until the lease duration − 1.5 s − the stop budget after the last success, and is dead 1 s before the lease could pass), at the price of a slower failover. It changes the bill little: renewals every duration/3 (720 an hour at 15 s, 180 at 60 s).\n")
 	pf("- **The crashed leader's command does not live on**: on Linux it dies with leaderrun within milliseconds (figure 3), where `etcdctl lock`'s command keeps running, unlocked, next to the new holder's.\n")
 	pf("- **Start cost matters only in loops**: a run is a few tens of milliseconds on loopback, plus one round trip per request on Azure (figure 1's last row); for cron jobs and services it is noise.\n")
 	pf("- **Memory**: a leading leaderrun and its guard share one binary's pages (figure 5's PSS); a waiting follower is one process.\n\n")
 }
+
+// leaseWrites are the writes of waiting followers but the deputy's
+// renewals of its place: a follower holds no lease but that one, so every
+// renewal it sends is the place's, on a blob of its own.
+func leaseWrites(c faultproxy.Counts) int64 { return c.Writes - c.ByOp[faultproxy.OpRenew] }
 
 // opsPerHour is opsLine with per-hour counts.
 func opsPerHour(c faultproxy.Counts, scale float64) string {

@@ -89,7 +89,7 @@ func reportSlots(pf printer, b *bench, r *results) {
 			runRate = fcount(float64(c.during.Reads+c.during.Writes) / c.passAround.Seconds())
 		}
 		pf("| %d | %d | %s (%d) | %s/s | %d | %d of %d | %s | %s | %s |\n", c.n, c.slots, fcount(wr), c.peakWait,
-			fcount(wr/float64(c.n)), c.waiting.Writes, c.ran, c.n, most, fq(c.gaps), runRate)
+			fcount(wr/float64(c.n)), leaseWrites(c.waiting), c.ran, c.n, most, fq(c.gaps), runRate)
 	}
 	pf("\n")
 }

@@ -22,6 +22,20 @@ type steadyResult struct {
 	err    string
 }
 
+// steadyFollowers are the waiting followers of figures 4 and 5, started in
+// this order: the flags each gets, the log line that says it waits.
+var steadyFollowers = []struct {
+	label, settled string
+	flags          []string
+}{
+	{"leaderrun, waiting, the deputy (default flags: reads the lease every 250ms)", "standing by as the deputy", nil},
+	{"leaderrun, waiting, another follower (default flags: reads the lease every 2s, the deputy's place every 15s)", "waiting for the lease", nil},
+	{"leaderrun, waiting, --poll-interval 2s --deputy-poll-interval 0 (no deputy)", "waiting for the lease",
+		[]string{"--poll-interval", "2s", "--deputy-poll-interval", "0"}},
+	{"leaderrun, waiting, --poll-interval 200ms --deputy-poll-interval 0", "waiting for the lease",
+		[]string{"--poll-interval", "200ms", "--deputy-poll-interval", "0"}},
+}
+
 // steadyRow is one process of the window.
 type steadyRow struct {
 	label   string
@@ -136,30 +150,31 @@ func (b *bench) steadyState(ctx context.Context) *steadyResult {
 	ws = append(ws, &watched{label: "leaderrun, leading (default 15 s lease, renewals every 5 s)", pid: func() (int, error) { return leader.Pid(), nil }, proxy: pl})
 	ws = append(ws, &watched{label: "its guard (leaderrun re-executed, leads the command's group)", pid: func() (int, error) { return guardOf(leader.Pid()) }})
 
-	// Followers at three poll intervals, each through its own proxy.
-	for _, poll := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second} {
+	// Followers, each through its own proxy: the first at the default
+	// flags takes the deputy's place, the second finds it taken; then
+	// followers without a deputy, as before the deputy.
+	for i, fc := range steadyFollowers {
 		pf, err := newProxy()
 		if err != nil {
 			r.err = err.Error()
 			return r
 		}
 		env, flags := b.viaProxy(pf)
-		id := "steady-follower-" + poll.String()
+		id := fmt.Sprintf("steady-follower-%d", i)
 		f, err := launch(id, filepath.Join(dir, id+".log"), env,
-			b.lr(name, append(flags, "--identity", id, "--poll-interval", poll.String()), "sleep", hold))
+			b.lr(name, append(append(flags, "--identity", id), fc.flags...), "sleep", hold))
 		if err != nil {
 			r.err = err.Error()
 			return r
 		}
-		if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(f.Log, "waiting for the lease") || f.Exited() }) || f.Exited() {
+		if !waitFor(ctx, 15*time.Second, func() bool { return testenv.LogHas(f.Log, fc.settled) || f.Exited() }) || f.Exited() {
 			r.err = id + " did not settle into waiting" + testenv.LogTail(f.Log)
 			return r
 		}
-		label := "leaderrun, waiting, --poll-interval " + poll.String()
-		if poll == defaultPoll {
-			label += " (default)"
+		ws = append(ws, &watched{label: fc.label, pid: func() (int, error) { return f.Pid(), nil }, proxy: pf})
+		if i == 0 {
+			ws = append(ws, &watched{label: "its guard, ready (the deputy's command's, started while it stands by)", pid: func() (int, error) { return guardOf(f.Pid()) }})
 		}
-		ws = append(ws, &watched{label: label, pid: func() (int, error) { return f.Pid(), nil }, proxy: pf})
 	}
 
 	// What a user would pick instead, holding and waiting alike.

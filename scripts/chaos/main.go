@@ -13,7 +13,7 @@
 // length and variant. The same -seed, -n and -s replay the same trials.
 //
 // Exit status: 0 when every trial met its scenario's expectations; 1 when a
-// trial did not (an overlap in scenarios 1–8, 10 and 13, a lost survival, a missing
+// trial did not (an overlap in scenarios 1–8, 10, 13 and 14, a lost survival, a missing
 // exit 76, a leftover process, …); 2 when trials could not run (emulator,
 // build, interruption, the time cap). The directories of failed trials are
 // kept and named at the end.
@@ -196,7 +196,7 @@ func drive(o options, kinds []chaos.Kind) (int, error) {
 	notRun := len(trials) - len(done)
 	switch {
 	case safetyOverlap:
-		fmt.Println("\nRESULT: FAIL — two children ran at once in scenarios 1–8, 10 and 13.")
+		fmt.Println("\nRESULT: FAIL — two children ran at once in scenarios 1–8, 10, 13 and 14.")
 		return 1, nil
 	case failed > 0:
 		fmt.Println("\nRESULT: FAIL — some trials did not meet their scenario's expectations (see above).")

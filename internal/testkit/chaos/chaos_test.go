@@ -168,7 +168,8 @@ func TestParseKinds(t *testing.T) {
 		{"11-12", []Kind{Throttle, LostAnswer}, false},
 		{"throttle,lost-answer", []Kind{Throttle, LostAnswer}, false},
 		{"escape,13", []Kind{Escape}, false},
-		{"3-14", nil, true},
+		{"deputy,14", []Kind{Deputy}, false},
+		{"3-15", nil, true},
 		{"7-2", nil, true},
 		{"gremlins", nil, true},
 	}
@@ -212,6 +213,11 @@ func TestRandomParams(t *testing.T) {
 				}
 			case StorageLoss:
 				if p.Delete != "container" && p.Delete != "blob" {
+					t.Fatalf("%s: %s", k, p)
+				}
+			case Deputy:
+				if !slices.Contains(deputyFaults, p.Deputy) || p.Around < -500*time.Millisecond || p.Around > 700*time.Millisecond ||
+					(p.Deputy == "partition") != (p.Mode.BlackHole || p.Mode.Reset) || (p.Deputy != "kill9" && p.Length < time.Second) {
 					t.Fatalf("%s: %s", k, p)
 				}
 			case Escape:
@@ -264,6 +270,7 @@ func TestTable(t *testing.T) {
 // scenarios held to the safety rule and is only reported for the others.
 func TestJudge(t *testing.T) {
 	lost := Exit{Started: true, Ended: true, During: true, Code: exitLost}
+	stopped := Exit{Started: true, Ended: true, During: true, Code: 0}
 	handover := []string{
 		"begin " + at(0) + " 1 child holder 1 a", "beat " + at(9000) + " 1 child holder 1 a",
 		"begin " + at(12000) + " 2 child follower 2 b", "beat " + at(13000) + " 2 child follower 2 b",
@@ -297,6 +304,26 @@ func TestJudge(t *testing.T) {
 		{"lost-answer overlap fails", LostAnswer, overlapping, lost, "overlap"},
 		{"lost-answer lost, no takeover", LostAnswer, handover[:2], lost, "never began"},
 		{"flaky-short follower ran", FlakyShort, handover, Exit{Started: true, Ended: true, Code: 0}, "follower's child ran"},
+		{"deputy takes over", Deputy, []string{
+			"begin " + at(0) + " 1 child holder 1 a", "end " + at(9000) + " 1 child holder 1 a",
+			"begin " + at(9200) + " 2 child deputy 2 b", "beat " + at(13000) + " 2 child deputy 2 b",
+		}, stopped, ""},
+		{"deputy, then the follower", Deputy, []string{
+			"begin " + at(0) + " 1 child holder 1 a", "end " + at(9000) + " 1 child holder 1 a",
+			"begin " + at(9200) + " 2 child deputy 2 b", "beat " + at(9300) + " 2 child deputy 2 b",
+			"begin " + at(25000) + " 3 child follower 3 c", "beat " + at(26000) + " 3 child follower 3 c",
+		}, stopped, ""},
+		{"deputy and follower at once", Deputy, []string{
+			"begin " + at(0) + " 1 child holder 1 a", "end " + at(9000) + " 1 child holder 1 a",
+			"begin " + at(9200) + " 2 child deputy 2 b", "beat " + at(12000) + " 2 child deputy 2 b",
+			"begin " + at(11000) + " 3 child follower 3 c", "beat " + at(13000) + " 3 child follower 3 c",
+		}, stopped, "overlap"},
+		{"deputy under the holder", Deputy, []string{
+			"begin " + at(0) + " 1 child holder 1 a", "end " + at(9000) + " 1 child holder 1 a",
+			"begin " + at(8800) + " 2 child deputy 2 b", "beat " + at(12000) + " 2 child deputy 2 b",
+		}, stopped, "overlap"},
+		{"deputy, no successor", Deputy, handover[:2], stopped, "ever began"},
+		{"deputy, holder lost", Deputy, handover, lost, "want the command's end"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

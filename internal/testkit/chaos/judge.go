@@ -27,6 +27,9 @@ func (t *trial) judge() {
 	r.MaxBeatGap = maxGap(r.Procs)
 	hg, hok := GroupOf(r.Procs, holderID)
 	fg, fok := GroupOf(r.Procs, followerID)
+	if r.Kind == Deputy {
+		fg, fok = successor(r.Procs) // deputy.go: the deputy or the follower, whoever began first
+	}
 	if !hok {
 		fail("the holder's child never ran")
 		return
@@ -124,6 +127,8 @@ func (t *trial) judge() {
 		t.judgeEviction(hg, gone)
 	case Escape:
 		t.judgeEscape(hg, expectLost, expectTakeover)
+	case Deputy:
+		t.judgeDeputy(hg, fg, fok)
 	case Throttle, LostAnswer:
 		if !r.HolderExit.During {
 			if fok {

@@ -28,11 +28,13 @@ type Summary struct {
 	FailoverP50         Span
 	FailoverP95         Span
 	MinGap              Span
-	MaxWakeToKill       Span // Freeze
-	MinBeforeNotBefore  Span // Eviction
-	MaxHandover         Span // Eviction
-	TermResets          int  // StorageLoss
-	Kept                int  // Throttle, LostAnswer: trials in which the holder kept its leadership
+	MaxWakeToKill       Span           // Freeze
+	MinBeforeNotBefore  Span           // Eviction
+	MaxHandover         Span           // Eviction
+	TermResets          int            // StorageLoss
+	Kept                int            // Throttle, LostAnswer: trials in which the holder kept its leadership
+	ByDeputy            int            // Deputy: trials in which the deputy took over first
+	ByFault             map[string]int // Deputy: trials by the deputy's fault
 	RenewFailures       int64
 	MaxBeatGap          time.Duration
 }
@@ -83,6 +85,15 @@ func Summarize(results []*Result) []Summary {
 			}
 			if (k == Throttle || k == LostAnswer) && !r.HolderExit.During {
 				s.Kept++
+			}
+			if k == Deputy {
+				if r.Successor == deputyID {
+					s.ByDeputy++
+				}
+				if s.ByFault == nil {
+					s.ByFault = map[string]int{}
+				}
+				s.ByFault[r.Params.Deputy]++
 			}
 			s.RenewFailures += r.RenewFailures
 			s.MaxBeatGap = max(s.MaxBeatGap, r.MaxBeatGap)
@@ -159,6 +170,12 @@ func (s Summary) notes() string {
 		if s.Overlaps > 0 {
 			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
 		}
+	case Deputy:
+		if s.Overlaps > 0 {
+			n = append(n, "max overlap "+fmtDur(s.MaxOverlap))
+		}
+		n = append(n, fmt.Sprintf("the deputy %s %d, frozen %d, cut off %d; taken over by the deputy %d/%d, by the follower %d/%d; release→successor max %s",
+			"killed", s.ByFault["kill9"], s.ByFault["freeze"], s.ByFault["partition"], s.ByDeputy, s.Trials, s.Trials-s.ByDeputy, s.Trials, s.MaxHandover))
 	case StorageLoss:
 		if s.Overlaps > 0 {
 			n = append(n, fmt.Sprintf("overlap p50 %s, max %s", fmtDur(s.MedianOverlap), fmtDur(s.MaxOverlap)))
@@ -212,6 +229,15 @@ the time deaf to SIGTERM; the run then ends by a lost lease (a black hole),
 an outside SIGTERM to the holder's leaderrun, or kill -9 of it. Any process
 of the holder's still recording once the follower's child began is an
 overlap; one still running once the holder's leaderrun exited, a failure.
+14 (deputy): a third leaderrun, the deputy (the first follower, behind a
+proxy of its own, at the default 2 s poll and 250 ms deputy poll) stands by
+beside a follower at the default poll; the holder gets SIGTERM, and from half
+a second before to 0.7 s after it the deputy is killed, frozen (1-25 s) or
+cut off (black hole or resets, 2-20 s): while it stands by, as its poll
+finds the lease free, as it acquires and claims, or once its child runs.
+"failover" is the first successor's child's start minus the SIGTERM,
+"release→successor" the same minus the holder's release; an overlap between
+any two of the three is a failure.
 `
 
 // Line is a one-line account of a trial, for progress output and test logs.
@@ -235,6 +261,9 @@ func (r *Result) Line() string {
 		fmt.Fprintf(&b, ", dead %s before NotBefore, release→successor %s", r.BeforeNotBefore, r.Handover)
 	case r.Handover.OK:
 		fmt.Fprintf(&b, ", release→successor %s", r.Handover)
+	}
+	if r.Successor != "" {
+		fmt.Fprintf(&b, ", taken over by the %s", r.Successor)
 	}
 	if r.RenewFailures > 0 {
 		fmt.Fprintf(&b, ", %d renewals failed", r.RenewFailures)

@@ -108,6 +108,11 @@ type Result struct {
 	Posted []string
 
 	HolderExit, FollowerExit Exit
+	// DeputyExit (Deputy) is the deputy's; Successor names who took over
+	// first: "deputy" or "follower".
+	DeputyExit    Exit
+	DeputyFaultAt time.Time
+	Successor     string
 	// TermReset: the follower's term is not above the holder's (after
 	// StorageLoss the new blob starts again at term 1).
 	TermReset bool

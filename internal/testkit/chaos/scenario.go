@@ -34,6 +34,7 @@ const (
 	Throttle                    // the holder's blob is throttled (503 ServerBusy or 500 OperationTimedOut beyond a rate)
 	LostAnswer                  // the holder's renewals are applied but their answers lost (500, or none)
 	Escape                      // the child's grandchildren leave its group (timeout, setsid, a double fork); then a lost lease, an outside SIGTERM or kill -9
+	Deputy                      // a graceful handover whose deputy is killed, frozen or cut off around it (deputy.go)
 )
 
 var kindNames = map[Kind]string{
@@ -50,11 +51,12 @@ var kindNames = map[Kind]string{
 	Throttle:    "throttle",
 	LostAnswer:  "lost-answer",
 	Escape:      "escape",
+	Deputy:      "deputy",
 }
 
 // Kinds returns every scenario, in order.
 func Kinds() []Kind {
-	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction, Throttle, LostAnswer, Escape}
+	return []Kind{BlackHole, Reset, FlakyShort, FlakyLong, Break, Kill9, Stubborn, Freeze, StorageLoss, Eviction, Throttle, LostAnswer, Escape, Deputy}
 }
 
 // String is the scenario's name, as in TestChaos/NAME and the driver's -s.
@@ -92,6 +94,8 @@ func (k Kind) Expect() string {
 		return "leadership kept (a renewal got through), or the child stopped before t_ok+14s and the holder exits 76; the follower starts only after"
 	case Escape:
 		return "every process of the holder's run, in whatever group or session, dead before the lease can pass: lost lease as blackhole, outside SIGTERM before the release, kill -9 at once"
+	case Deputy:
+		return "the holder stops on SIGTERM and releases; the deputy, killed, frozen or cut off around it, or the follower takes over, never two children at once"
 	}
 	return ""
 }
@@ -185,6 +189,11 @@ type Params struct {
 	// Stop: how the holder's run ends: "lost" (a black hole for Length),
 	// "sigterm" (an outside SIGTERM to its leaderrun) or "kill9".
 	Escape, Stop string
+	// Deputy (Deputy only): the deputy's fault, "kill9", "freeze" (for
+	// Length) or "partition" (its proxy in Mode for Length), Around the
+	// holder's SIGTERM (negative: before it).
+	Deputy string
+	Around time.Duration
 }
 
 func (p Params) String() string {
@@ -212,6 +221,9 @@ func (p Params) String() string {
 	}
 	if p.IgnoreTerm {
 		b.WriteString(", SIGTERM ignored")
+	}
+	if p.Deputy != "" {
+		fmt.Fprintf(&b, ", the deputy's %s at SIGTERM%+.2fs", p.Deputy, p.Around.Seconds())
 	}
 	return b.String()
 }
@@ -290,6 +302,10 @@ func (k Kind) Typical() Params {
 		// The hardest of the nine: orphans, deaf to SIGTERM, when
 		// leaderrun dies.
 		p.Grandchildren, p.IgnoreTerm, p.Escape, p.Stop = 2, true, "double-fork", "kill9"
+	case Deputy:
+		// Killed as it takes over: after its poll found the lease free,
+		// most of the time.
+		p.Deputy, p.Around = "kill9", 150*time.Millisecond
 	}
 	return p
 }
@@ -391,6 +407,8 @@ func (k Kind) Random(rng *rand.Rand) Params {
 		if p.Stop == "lost" {
 			p.Mode, p.Length = faultproxy.Mode{BlackHole: true}, between(15*time.Second, 20*time.Second)
 		}
+	case Deputy:
+		p = randomDeputy(rng, between)
 	}
 	return p
 }

@@ -22,8 +22,9 @@ const fillerPrefix = "filler"
 
 // SlotsOK reports whether the scenario can run on a lease of several
 // slots: its fault touches the holder alone (an operator's break, without
-// --slot, and a deleted container touch every slot).
-func (k Kind) SlotsOK() bool { return k != Break && k != StorageLoss }
+// --slot, and a deleted container touch every slot), and there is no
+// deputy on a lease of several slots.
+func (k Kind) SlotsOK() bool { return k != Break && k != StorageLoss && k != Deputy }
 
 func (t *trial) slotFlags() []string {
 	if t.res.Slots <= 1 {

@@ -128,6 +128,7 @@ type trial struct {
 	fillers          []*testenv.Process // slots.go
 	faultOff         *time.Timer
 	frozen           bool
+	deputyState                // Deputy: the third leaderrun (deputy.go)
 	alignedAt        time.Time // FlakyShort: the renewal the fault is placed after
 	stalled          string    // why the expected end was not reached
 	failures         []string  // found while staging
@@ -148,8 +149,10 @@ func (t *trial) holderArgs() []string {
 }
 
 func (t *trial) followerArgs() []string {
-	args := []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID,
-		"--poll-interval", FollowerPoll.String(), "--log-level", "debug"}
+	args := []string{"-l", t.res.Lease, "--container", t.res.Container, "--identity", followerID, "--log-level", "debug"}
+	if t.res.Kind != Deputy { // the deputy's follower polls at the default, slower than the deputy
+		args = append(args, "--poll-interval", FollowerPoll.String())
+	}
 	return t.withEvents(append(append(args, t.slotFlags()...), "--", t.env.Child, "-log", t.rec.path))
 }
 
@@ -211,6 +214,11 @@ func (t *trial) stage(ctx context.Context) error {
 	if err := t.startFillers(ctx); err != nil { // slots.go
 		return err
 	}
+	if t.res.Kind == Deputy {
+		if err := t.startDeputy(ctx); err != nil { // deputy.go
+			return err
+		}
+	}
 	followerEnv := append(testenv.BaseEnv(), "AZURE_STORAGE_CONNECTION_STRING="+t.env.storage.ConnString)
 	if ie, err = t.imdsEnv(followerID); err != nil {
 		return err
@@ -245,7 +253,11 @@ func (t *trial) stage(ctx context.Context) error {
 	if err := t.inject(ctx); err != nil {
 		return err
 	}
-	if err := t.awaitEnd(ctx); err != nil {
+	await := t.awaitEnd
+	if t.res.Kind == Deputy {
+		await = t.awaitDeputyEnd
+	}
+	if err := await(ctx); err != nil {
 		return err
 	}
 	testenv.SleepCtx(ctx, linger)
@@ -307,6 +319,8 @@ func (t *trial) inject(ctx context.Context) error {
 		if err := t.holder.Signal(sig); err != nil {
 			return err
 		}
+	case Deputy:
+		return t.injectDeputy(ctx)
 	case Freeze:
 		r.LastRenewal = t.ops.lastBefore(t.proxy.Counts(), time.Now())
 		if err := t.holder.Signal(syscall.SIGSTOP); err != nil {
@@ -468,13 +482,26 @@ func (t *trial) teardown() {
 	if t.frozen {
 		_ = t.holder.Signal(syscall.SIGCONT)
 	}
-	holderDone, followerDone := t.holder.Exited(), t.follower.Exited()
-	// The follower first: in FlakyShort it is still waiting, and must not
-	// take the lease that the holder releases when it stops.
-	t.follower.Stop(stopWait)
+	t.endDeputyFault()                                                                                // deputy.go
+	holderDone, followerDone, deputyDone := t.holder.Exited(), t.follower.Exited(), t.deputy.Exited() // Exited: false when nil
+	// Those that wait first: in FlakyShort the follower is still waiting,
+	// and must not take the lease that the holder releases when it stops;
+	// with a deputy, whichever of the two does not lead.
+	last := t.holder
+	for _, p := range []*testenv.Process{t.follower, t.deputy} {
+		if p != nil && t.leads(p) {
+			last = p
+			continue
+		}
+		p.Stop(stopWait)
+	}
+	if last != t.holder {
+		last.Stop(stopWait)
+	}
 	t.holder.Stop(stopWait)
 	t.stopFillers() // slots.go
 	r.HolderExit, r.FollowerExit = exitOf(t.holder, holderDone), exitOf(t.follower, followerDone)
+	r.DeputyExit = exitOf(t.deputy, deputyDone)
 
 	if err := t.rec.Poll(); err != nil && r.Err == nil {
 		r.Err = err
@@ -486,6 +513,10 @@ func (t *trial) teardown() {
 		r.ReleaseAt = t.ops.released()
 		t.ops.stop()
 		_ = t.proxy.Close()
+	}
+	if t.deputyProxy != nil {
+		r.Injected += t.deputyProxy.Counts().Injected
+		_ = t.deputyProxy.Close()
 	}
 	for who, s := range t.imds {
 		if s.Posted() {
@@ -527,6 +558,21 @@ func (t *trial) reapLeftovers() {
 		}
 		return
 	}
+}
+
+// leads reports whether p (a follower) runs a child now, by the records.
+func (t *trial) leads(p *testenv.Process) bool {
+	if p == nil || p.Exited() {
+		return false
+	}
+	for _, owner := range []string{followerID, deputyID} {
+		if (owner == followerID) != (p == t.follower) {
+			continue
+		}
+		g, ok := GroupOf(t.rec.Procs(), owner)
+		return ok && !g.Ended && time.Since(g.End) < liveWithin
+	}
+	return false
 }
 
 // launch starts leaderrun with args, its output (and its child's) to

@@ -59,6 +59,12 @@ type Plan struct {
 	Retries        int           // ModeSchedule: --retries (0 for most seeds)
 	RetryDelay     time.Duration // and --retry-delay
 
+	// DeputyPoll is every host's --deputy-poll-interval (0: no deputy);
+	// Unready, by host, the spans of the first phase in which its
+	// --ready-cmd fails (nil: the host has none).
+	DeputyPoll time.Duration
+	Unready    map[int][]Window
+
 	FaultEnd time.Duration // faults, signals, kills, freezes and operator actions end here
 	End      time.Duration // the world ends here
 	Faults   FaultRates
@@ -254,7 +260,42 @@ func NewPlan(seed uint64) Plan {
 		p.Events[i].At = min(p.Events[i].At, p.FaultEnd)
 	}
 	slices.SortStableFunc(p.Events, func(a, b Event) int { return int(a.At - b.At) })
+	p.drawStandby()
 	return p
+}
+
+// drawStandby draws the deputy's poll interval and the hosts' readiness,
+// from a stream of their own: the draws above stay those of the seeds
+// before the deputy. In a waiting mode one seed in four has no deputy;
+// one in three gives some hosts a --ready-cmd that fails in spans of the
+// first phase (all ready in the quiet phase: nothing may be lost there).
+func (p *Plan) drawStandby() {
+	r := stream(p.Seed, "standby")
+	p.DeputyPoll = []time.Duration{0, 250 * time.Millisecond, 250 * time.Millisecond, 100 * time.Millisecond}[r.IntN(4)]
+	if r.IntN(3) != 0 {
+		return
+	}
+	p.Unready = map[int][]Window{}
+	for h := range p.Hosts {
+		if r.IntN(2) == 0 {
+			continue
+		}
+		p.Unready[h] = []Window{} // a --ready-cmd, ready throughout unless a span is drawn
+		for range r.IntN(3) {
+			from := p.randAt(r)
+			p.Unready[h] = append(p.Unready[h], Window{from, min(from+time.Duration(1+r.IntN(40))*time.Second, p.FaultEnd)})
+		}
+	}
+}
+
+// ready reports whether host h's --ready-cmd succeeds at t.
+func (p *Plan) ready(h int, t time.Duration) bool {
+	for _, w := range p.Unready[h] {
+		if t >= w.From && t < w.To {
+			return false
+		}
+	}
+	return true
 }
 
 // randAt is a random instant of the first phase, to the microsecond, so
@@ -282,6 +323,12 @@ func (p Plan) String() string {
 	}
 	fmt.Fprintf(&b, "\nfaults until %s (lose %.2f, refuse %.2f, slow %.2f, %d bursts, %d cutoffs), end %s",
 		p.FaultEnd, p.Faults.Lose, p.Faults.Refuse, p.Faults.Slow, len(p.Faults.Bursts), len(p.Faults.Cutoffs), p.End)
+	fmt.Fprintf(&b, "\ndeputy poll %s", p.DeputyPoll)
+	for h := range p.Hosts {
+		if ws, ok := p.Unready[h]; ok {
+			fmt.Fprintf(&b, "; host%d --ready-cmd, unready %v", h, ws)
+		}
+	}
 	for _, e := range p.Events {
 		fmt.Fprintf(&b, "\n  at %-12s %s", e.At.Round(time.Millisecond), e)
 	}

@@ -111,6 +111,12 @@ func (g *guard) Launch(env []string) (leader.Process, error) {
 		w.tracef("%s: the guard refused to start COMMAND: past its kill deadline", g.inv.id)
 		return c, nil
 	}
+	g.inv.mu.Lock()
+	unready := g.inv.unready
+	g.inv.mu.Unlock()
+	if unready {
+		w.violate("COMMAND of %s launched while its --ready-cmd failed", g.inv.id)
+	}
 	c.launched = true
 	c.behave(g.inv.jobRand())
 	w.launched(c)

@@ -119,7 +119,38 @@ type invocation struct {
 	kids     []*child
 	exit     int
 	ended    bool
-	jobs     int // COMMANDs drawn
+	jobs     int  // COMMANDs drawn
+	checks   int  // --ready-cmd runs
+	unready  bool // the latest --ready-cmd failed: it may not acquire
+}
+
+// errUnready is a --ready-cmd that fails.
+var errUnready = errors.New("sim: --ready-cmd exit status 1")
+
+// checkReady is the host's --ready-cmd: it runs a few milliseconds (none
+// while frozen, never once killed) and fails in the plan's spans.
+func (inv *invocation) checkReady(ctx context.Context) error {
+	inv.mu.Lock()
+	inv.checks++
+	n := inv.checks
+	inv.mu.Unlock()
+	d := time.Duration(stream(inv.w.plan.Seed, "ready", inv.id, n).Int64N(int64(30 * time.Millisecond)))
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !inv.gate() {
+		return errDead
+	}
+	ready := inv.w.plan.ready(inv.h.idx, inv.w.since())
+	inv.mu.Lock()
+	inv.unready = !ready
+	inv.mu.Unlock()
+	if !ready {
+		return errUnready
+	}
+	return nil
 }
 
 // gate waits while the invocation is frozen; false if it is dead.
@@ -315,6 +346,10 @@ func (h *host) invoke() int {
 		MaxRuntime:     p.MaxRuntime,
 		Launcher:       launcher{inv: inv},
 		Signals:        inv.sigs,
+		DeputyPoll:     p.DeputyPoll,
+	}
+	if _, ok := p.Unready[h.idx]; ok {
+		o.CheckReady = inv.checkReady
 	}
 	switch p.Mode {
 	case ModeOncePer:
