@@ -59,11 +59,11 @@ type attempt struct {
 	triggerRefused bool
 	markersFresh   bool
 	freshPause     string
-	askReady     bool        // Ready is to be asked before the next request (once per poll)
-	notReady     string      // Ready's latest answer: "" ready (or not asked)
-	place        *Lease      // the deputy's place, while this follower holds it (deputy.go)
-	placeAt      time.Time   // when the place is next read, unless the term changes (zero: at the next poll)
-	placeTerm    int64       // termSeen when the place was last read
+	askReady       bool      // Ready is to be asked before the next request (once per poll)
+	notReady       string    // Ready's latest answer: "" ready (or not asked)
+	place          *Lease    // the deputy's place, while this follower holds it (deputy.go)
+	placeAt        time.Time // when the place is next read, unless the term changes (zero: at the next poll)
+	placeTerm      int64     // termSeen when the place was last read
 }
 
 // Why an acquire did not claim the lease, besides failures and skips.
