@@ -94,14 +94,22 @@ type slotStatusJSON struct {
 
 // leaseStatusJSON is one lease in `list -o json` and `status -o json`: the
 // keys of statusJSON for slot 0 (the blob NAME), `pause` (null, or the pause
-// in force at the service's Date), and only when they apply `slots` (every
+// in force at the service's Date), `deputy` (null, or the waiting follower
+// that stands by: its holder and since), and only when they apply `slots` (every
 // slot blob, when N > 1) and `doneHosts`; `lease`, its name, in list only.
 type leaseStatusJSON struct {
 	Lease string `json:"lease,omitempty"`
 	statusJSON
 	Pause     *pauseJSON       `json:"pause"`
+	Deputy    *deputyJSON      `json:"deputy"`
 	Slots     []slotStatusJSON `json:"slots,omitempty"`
 	DoneHosts []string         `json:"doneHosts,omitempty"`
+}
+
+// deputyJSON is the waiting follower that stands by to take over.
+type deputyJSON struct {
+	Holder string     `json:"holder"`
+	Since  *time.Time `json:"since"`
 }
 
 // toLeaseStatusJSON converts one lease: status prints it, and list an
@@ -112,6 +120,9 @@ func toLeaseStatusJSON(l *lease.View) leaseStatusJSON {
 	scheduleJSON(&j.statusJSON, s0.Props, l.Date)
 	if p := l.Paused(); p != nil {
 		j.Pause = &pauseJSON{Reason: stringOrNull(p.Reason), Since: timeOrNull(p.Since), Until: timeOrNull(p.Until), Drain: p.Drain}
+	}
+	if d := l.Deputy; d != nil {
+		j.Deputy = &deputyJSON{Holder: d.Holder, Since: timeOrNull(d.Since)}
 	}
 	if l.SlotCount > 1 {
 		j.Slots = []slotStatusJSON{}
@@ -217,6 +228,9 @@ func leaseNotes(l *lease.View) string {
 			n += ", MISSED " + v.missed.Format(time.RFC3339)
 		}
 		notes = append(notes, n)
+	}
+	if d := l.Deputy; d != nil {
+		notes = append(notes, "deputy "+d.Holder)
 	}
 	if n := len(l.DoneHosts); n == 1 {
 		notes = append(notes, "1 host done")

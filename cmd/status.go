@@ -181,6 +181,9 @@ func writeStatusText(w io.Writer, width int, name string, v *lease.View) error {
 	} else {
 		slotRows(&kv, v, p, now)
 	}
+	if d := v.Deputy; d != nil {
+		kv.add("deputy", deputyText(d, now))
+	}
 	if len(v.DoneHosts) > 0 {
 		kv.add("done hosts", fmt.Sprintf("%d: %s", len(v.DoneHosts), joinHosts(v.DoneHosts)))
 	}
@@ -200,6 +203,15 @@ func writeStatusText(w io.Writer, width int, name string, v *lease.View) error {
 		t.rows = append(t.rows, append([]string{strconv.Itoa(i)}, slotCells(v, s.Props, now)...))
 	}
 	return t.write(w, width)
+}
+
+// deputyText is the deputy as status shows it: "vm-2 (standing by since
+// T (3m ago))".
+func deputyText(d *lease.Deputy, now time.Time) string {
+	if d.Since.IsZero() {
+		return d.Holder + " (standing by)"
+	}
+	return d.Holder + " (standing by since " + stamp(d.Since, now) + ")"
 }
 
 // slotRows are status's rows of one existing lease blob p of v.

@@ -281,6 +281,7 @@ type View struct {
 	SlotCount int       // N: the largest count any slot records, or one more than the highest slot seen (1 if none)
 	Pause     *Pause    // the pause marker; nil if none (it may have run out: see Paused)
 	Trigger   *Trigger  // the trigger marker; nil if none (it may have run: see PendingTrigger)
+	Deputy    *Deputy   // the waiting follower that stands by (deputy.go); nil if none
 	DoneHosts []string  // hosts with a done marker, sorted
 	Date      time.Time // the service's Date of the reads
 }
@@ -391,6 +392,8 @@ func Group(listed []Listed, date time.Time, url func(blob string) string) []View
 			get(n.Lease).Pause = pauseOf(b.Props.Metadata)
 		case KindTrigger:
 			get(n.Lease).Trigger = triggerOf(b.Props.Metadata)
+		case KindDeputy:
+			get(n.Lease).Deputy = DeputyOf(b.Props)
 		case KindDone:
 			v := get(n.Lease)
 			if !slices.Contains(v.DoneHosts, n.Host) { // a host done before and after an upgrade
