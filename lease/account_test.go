@@ -91,7 +91,7 @@ type fakeLister struct {
 	blobs        []listedBlob
 }
 
-func (f fakeLister) listBlobs(context.Context, string, bool) ([]listedBlob, answer, error) {
+func (f fakeLister) listBlobs(context.Context, string, listMode) ([]listedBlob, answer, error) {
 	return f.blobs, answer{Date: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}, nil
 }
 

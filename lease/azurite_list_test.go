@@ -132,6 +132,7 @@ func TestAzuriteCrowdedContainer(t *testing.T) {
 	t.Logf("%d blobs made in %s", crowdData+crowdDone+8, time.Since(begun).Round(time.Millisecond))
 	var perPage time.Duration // how long the emulator takes for a page here
 	t.Run("view of a crowded prefix", func(t *testing.T) { testViewOfACrowdedPrefix(t, cs, name) })
+	t.Run("the slot poll's listing of a crowded prefix", func(t *testing.T) { testListOwnOfACrowdedPrefix(t, cs, name) })
 	t.Run("list leases starts after the helpers", func(t *testing.T) { perPage = testListLeasesStartsAfterTheHelpers(t, cs, name) })
 	t.Run("views have the done hosts", func(t *testing.T) { testViewsHaveTheDoneHosts(t, cs, name) })
 	t.Run("slow pages", func(t *testing.T) { testListSlowPages(t, cs, name, perPage) })
@@ -254,6 +255,35 @@ func testViewOfACrowdedPrefix(t *testing.T, cs, name string) {
 	}
 	if v.Slot(0).Props.Created.IsZero() || v.Date.IsZero() {
 		t.Errorf("slot 0 created %v, date %v: want both from the read", v.Slot(0).Props.Created, v.Date)
+	}
+}
+
+// The slot poll's listing of lease data, among tens of thousands of blobs
+// under data/, reads two pages, not the whole prefix: the first of a few
+// names, which meets data-sibling after data, and one from data~.
+func testListOwnOfACrowdedPrefix(t *testing.T, cs, name string) {
+	proxy, pcs := faultproxy.Start(t, cs)
+	c, err := NewContainer(ClientConfig{ConnectionString: pcs, Container: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	begun := time.Now()
+	listed, _, err := c.ListOwn(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the slot poll's listing of data: %d blobs in %d pages, %s", len(listed), lists(proxy), time.Since(begun).Round(time.Millisecond))
+	var names []string
+	for _, l := range listed {
+		names = append(names, l.Name)
+	}
+	if got, want := strings.Join(names, " "), strings.Join([]string{"data", PauseBlob("data"), SlotBlob("data", 2)}, " "); got != want {
+		t.Errorf("listed %q, want %q", got, want)
+	}
+	if lists(proxy) != 2 {
+		t.Errorf("%d listing requests, want 2", lists(proxy))
 	}
 }
 

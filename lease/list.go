@@ -19,6 +19,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
@@ -26,10 +27,9 @@ import (
 // sent by azContainer or a test's fake; failures are *StorageError.
 type containerAPI interface {
 	// listBlobs lists the blobs under prefix with their lease state and
-	// metadata, every page; the answer is the last page's. With skipHelpers
-	// (and prefix "") it does not page through the helper blobs (names.go):
-	// it stops where they begin and goes on after them (startFrom).
-	listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error)
+	// metadata, every page; the answer is the last page's. The mode may
+	// skip names it would otherwise page through (listMode).
+	listBlobs(ctx context.Context, prefix string, mode listMode) ([]listedBlob, answer, error)
 	// listNames lists the distinct names under prefix up to the next
 	// delimiter (List Blobs with a delimiter: the blob prefixes), every
 	// page: one name per lease of the done markers, however many hosts.
@@ -37,6 +37,28 @@ type containerAPI interface {
 	accountInfo(ctx context.Context) (accountInfo, error)     // Get Account Information (azblob.go)
 	containerInfo(ctx context.Context) (containerInfo, error) // Get Container Properties (azblob.go)
 }
+
+// listMode is what a listing may skip of the names under its prefix.
+type listMode int
+
+const (
+	listAll listMode = iota
+	// listSkipHelpers (prefix "") does not page through the helper blobs
+	// (names.go): it stops where they begin and goes on after them
+	// (startFrom).
+	listSkipHelpers
+	// listOwn (prefix NAME) lists lease NAME's own blobs, NAME and
+	// NAME~…, without paging through the other names that begin with
+	// NAME (NAME/…, NAME-…), which sort between them: once past NAME, the
+	// first other name sends the listing on from NAME~ (startFrom). A
+	// first page of a few names keeps a lease among many such names from
+	// reading a page of thousands first.
+	listOwn
+)
+
+// ownFirstPage is listOwn's first page's size: NAME, every slot, the pause
+// and trigger markers and the deputy's place fit in it.
+const ownFirstPage = MaxSlots + 8
 
 // listedBlob is one blob of a listing.
 type listedBlob struct {
@@ -58,8 +80,8 @@ const (
 	pageTimeout = tryTimeout
 )
 
-func (a *azContainer) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
-	blobs, last, err := listPages(ctx, a.container, prefix, skipHelpers)
+func (a *azContainer) listBlobs(ctx context.Context, prefix string, mode listMode) ([]listedBlob, answer, error) {
+	blobs, last, err := listPages(ctx, a.container, prefix, mode)
 	return blobs, last, a.c.fail("list blobs", err)
 }
 
@@ -81,10 +103,13 @@ func nextPage[T any](ctx context.Context, pager *runtime.Pager[T]) (T, error) {
 }
 
 // listPages is listBlobs on pl, its failures not yet mapped.
-func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
+func listPages(ctx context.Context, pl pagerLister, prefix string, mode listMode) ([]listedBlob, answer, error) {
 	opts := &container.ListBlobsFlatOptions{Include: container.ListBlobsInclude{Metadata: true}}
 	if prefix != "" {
 		opts.Prefix = &prefix
+	}
+	if mode == listOwn {
+		opts.MaxResults = to.Ptr(int32(ownFirstPage))
 	}
 	var (
 		blobs []listedBlob
@@ -121,19 +146,29 @@ func listPages(ctx context.Context, pl pagerLister, prefix string, skipHelpers b
 		}
 		return nil
 	}
-	reached := false // the helper blobs were reached, and skipped
+	reached := false // the names to skip were reached, and skipped
 	keep := func(string) (bool, bool) { return true, true }
-	if skipHelpers && prefix == "" {
+	from := "" // where the listing goes on once they are reached
+	switch {
+	case mode == listSkipHelpers && prefix == "":
+		from = afterHelpers
 		keep = func(name string) (bool, bool) {
 			reached = strings.HasPrefix(name, HelperPrefix)
+			return !reached, !reached
+		}
+	case mode == listOwn && prefix != "":
+		from = prefix + MarkerSep
+		keep = func(name string) (bool, bool) {
+			reached = name != prefix && name < from
 			return !reached, !reached
 		}
 	}
 	err := list(ctx, keep)
 	if err == nil && reached {
-		// The names after the helper blobs: a service that does not know
-		// startFrom lists from the start again, and those are skipped.
-		err = list(withStartFrom(ctx, afterHelpers), func(name string) (bool, bool) { return name >= afterHelpers, true })
+		// The names from there on: a service that does not know startFrom
+		// lists from the start again, and those before are skipped.
+		opts.MaxResults = nil
+		err = list(withStartFrom(ctx, from), func(name string) (bool, bool) { return name >= from, true })
 	}
 	if err != nil {
 		return nil, answer{}, err
@@ -242,17 +277,24 @@ type Listed struct {
 // listing as a whole only ctx's. Failures are *StorageError, or a done ctx's
 // error.
 func (c *Container) List(ctx context.Context, prefix string) ([]Listed, time.Time, error) {
-	return c.list(ctx, prefix, false)
+	return c.list(ctx, prefix, listAll)
 }
 
 // ListLeases lists the whole container without paging through the helper
 // blobs (names.go: done markers), however many accumulate.
 func (c *Container) ListLeases(ctx context.Context) ([]Listed, time.Time, error) {
-	return c.list(ctx, "", true)
+	return c.list(ctx, "", listSkipHelpers)
 }
 
-func (c *Container) list(ctx context.Context, prefix string, skipHelpers bool) ([]Listed, time.Time, error) {
-	blobs, ans, err := c.api.listBlobs(ctx, prefix, skipHelpers)
+// ListOwn lists lease name's own blobs, name and name~…, as List does,
+// without paging through the other blobs whose names begin with name
+// (listOwn): one request, two when there are such blobs.
+func (c *Container) ListOwn(ctx context.Context, name string) ([]Listed, time.Time, error) {
+	return c.list(ctx, name, listOwn)
+}
+
+func (c *Container) list(ctx context.Context, prefix string, mode listMode) ([]Listed, time.Time, error) {
+	blobs, ans, err := c.api.listBlobs(ctx, prefix, mode)
 	switch se := asStorageError(err); {
 	case err != nil && ctx.Err() != nil:
 		return nil, time.Time{}, ctx.Err()

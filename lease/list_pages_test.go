@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,31 @@ func (f *pagedContainer) NewListBlobsFlatPager(*container.ListBlobsFlatOptions) 
 	})
 }
 
+// A lease's own listing (the slot poll's) takes NAME and NAME~…, and stops
+// at the first other name that begins with NAME to go on from NAME~: with
+// a service that honours startFrom, no page of NAME/… alone is fetched;
+// with one that does not, NAME's own blobs after them are still found.
+func TestListOwnSkipsOtherNamesOfItsPrefix(t *testing.T) {
+	names := []string{"job", "job-old", "job/a", "job/b", "job/c", "job/d", "job/e", "job~pause", "job~slot-1"}
+	for _, honour := range []bool{true, false} {
+		f := &pagedContainer{names: names, honourStartAt: honour}
+		got, _, err := listPages(context.Background(), f, "job", listOwn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, b := range got {
+			listed = append(listed, b.Name)
+		}
+		if want := "job job~pause job~slot-1"; strings.Join(listed, " ") != want {
+			t.Errorf("startFrom honoured %v: listed %q, want %q", honour, strings.Join(listed, " "), want)
+		}
+		if honour && slices.Contains(f.served, "job/c") {
+			t.Errorf("served %q: a page of job/… alone was fetched", f.served)
+		}
+	}
+}
+
 // A listing of the leases stops where the helper blobs begin and goes on
 // after them: with a service that honours startFrom, no page of helper
 // blobs alone is ever fetched; with one that does not, the names after
@@ -63,7 +89,7 @@ func TestListLeasesSkipsTheHelperBlobs(t *testing.T) {
 	names := []string{"alpha", "beta", "~done/alpha~vm-1", "~done/alpha~vm-2", "~done/beta~vm-1", "~done/beta~vm-2", "\u00e9t\u00e9", "\u00fcber"}
 	for _, honour := range []bool{true, false} {
 		f := &pagedContainer{names: names, honourStartAt: honour}
-		got, _, err := listPages(context.Background(), f, "", true)
+		got, _, err := listPages(context.Background(), f, "", listSkipHelpers)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +142,8 @@ type slowLister struct {
 	pages        slowPages
 }
 
-func (f slowLister) listBlobs(ctx context.Context, prefix string, skipHelpers bool) ([]listedBlob, answer, error) {
-	return listPages(ctx, f.pages, prefix, skipHelpers)
+func (f slowLister) listBlobs(ctx context.Context, prefix string, mode listMode) ([]listedBlob, answer, error) {
+	return listPages(ctx, f.pages, prefix, mode)
 }
 
 // Each page of a listing has its own deadline: many pages, each answered

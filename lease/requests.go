@@ -51,7 +51,7 @@ func (c *Container) Create(ctx context.Context) error {
 // container as empty.
 func (c *Container) ListNames(ctx context.Context, prefix string) ([]string, error) {
 	blobs, err := request(ctx, func(ctx context.Context) ([]listedBlob, error) {
-		blobs, _, err := c.api.listBlobs(ctx, prefix, false)
+		blobs, _, err := c.api.listBlobs(ctx, prefix, listAll)
 		return blobs, err
 	})
 	if err != nil {

@@ -152,7 +152,7 @@ func (a *attempt) notGone(v *View, free []int) []int {
 
 func (a *attempt) list(ctx context.Context) (*View, error) {
 	rctx, cancel := a.requestCtx(ctx)
-	listed, date, err := a.b.c.List(rctx, a.b.name)
+	listed, date, err := a.b.c.ListOwn(rctx, a.b.name)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil && asStorageError(err) == nil {
