@@ -8,7 +8,8 @@
 // One seed draws everything: the mode (a service that waits, cron lines
 // with --once-per or --schedule, with --retries on some and --max-runtime
 // on some, a deploy step with --once, a rolling patch with --slots and
-// --once-per-host), the hosts and their flags, what each
+// --once-per-host), the hosts and their flags (the deputy on three seeds
+// in four; on some hosts a --ready-cmd that fails in spans), what each
 // COMMAND does (how long it runs, how it exits, whether it ignores SIGTERM),
 // and the faults of the first phase: answers lost after the write was
 // applied, delays up to the lease duration, 503 bursts, resets, a host cut
@@ -34,6 +35,7 @@
 //     was killed, or said, naming the term, that it could not take the
 //     claim back (a slot's lease "broken or taken" is checked against the
 //     service: a warning that lies is a violation);
+//   - no COMMAND is launched while its host's --ready-cmd fails;
 //   - a failed attempt is retried at most --retries times, never after a
 //     recorded success nor before --retry-delay, its attempt going up;
 //   - a trigger runs exactly once: a manual run is the run of a trigger its
