@@ -1,0 +1,76 @@
+package runner
+
+// Ways the command's processes outlive a stop, or a stop never ends, with
+// the guard as the child subreaper of the command's subtree: each test
+// fails on this code.
+
+import (
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// doneBound is how long Done may take once SIGKILL has gone out: killWait
+// (the bounded wait for the processes to go) and a margin.
+const doneBound = killWait + 5*time.Second
+
+// TestKillWhileGroupStopped: the command's group was stopped with SIGSTOP
+// (`kill -STOP -PGID`, or the command's own `kill -STOP 0`), guard included,
+// which cannot catch it. A kill with no grace (a lost lease found past its
+// kill deadline, a second SIGINT) sends SIGKILL to each process but the
+// guard, and no SIGCONT: the guard stays stopped, never reports the
+// command's end, and Done never closes. leaderrun hangs, holding the lease
+// (an outside second SIGINT) or after losing it, and never records the end.
+func TestKillWhileGroupStopped(t *testing.T) {
+	t.Parallel()
+	r := startChild(t, Config{KillGrace: time.Hour}, "RUNNER_TEST_CHILD=sleep")
+	r.expect(t, "ready")
+	pgid := r.p.Pid()
+	// Runs before startChild's cleanup, which waits for Done.
+	t.Cleanup(func() { _ = unix.Kill(-pgid, unix.SIGCONT) })
+	if err := unix.Kill(-pgid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the guard to be stopped", func() bool {
+		s, err := readStat(pgid)
+		return err == nil && s.state == 'T'
+	})
+	r.p.Stop(0)
+	select {
+	case <-r.p.Done():
+	case <-time.After(doneBound):
+		t.Fatalf("Done not closed %v after SIGKILL: the guard, stopped with its group, never reports the command's end", doneBound)
+	}
+}
+
+// TestGuardKilledAloneEscapee: the guard dies alone (SIGKILL to it by pid,
+// the OOM killer, or the command's own `kill -9 0`, which reaches the
+// guard in its group) while a grandchild of the command runs in a session
+// of its own. The command dies of its parent-death signal; the grandchild,
+// the guard's adopted descendant, is reparented to init, where the walk
+// from the guard (tree_linux.go) no longer finds it: Done closes, the
+// lease is released, and it runs on.
+func TestGuardKilledAloneEscapee(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "grand")
+	r := startChild(t, Config{KillGrace: 300 * time.Millisecond}, "RUNNER_TEST_CHILD=fork",
+		"RUNNER_TEST_ESCAPE=setsid", "RUNNER_TEST_PIDFILE="+pidfile, "RUNNER_TEST_IGNORE_TERM=1")
+	r.expect(t, "ready")
+	grand := readPid(t, pidfile)
+	t.Cleanup(func() {
+		if !gone(grand) {
+			_ = unix.Kill(grand, unix.SIGKILL)
+		}
+	})
+	if err := syscall.Kill(r.p.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t)
+	if !gone(grand) {
+		s, _ := readStat(grand)
+		t.Errorf("the grandchild %d (a session of its own) still runs after Done, its parent now %d", grand, s.ppid)
+	}
+}
