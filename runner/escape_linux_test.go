@@ -5,7 +5,9 @@ package runner
 // fails on this code.
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -72,5 +74,52 @@ func TestGuardKilledAloneEscapee(t *testing.T) {
 	if !gone(grand) {
 		s, _ := readStat(grand)
 		t.Errorf("the grandchild %d (a session of its own) still runs after Done, its parent now %d", grand, s.ppid)
+	}
+}
+
+// TestLeaderrunDiesAtTheGoAhead: leaderrun dies (kill -9, a crash) right
+// after handing the guard its go-ahead, before the guard has started the
+// command. The guard's lifeline watcher sees the end at once and kills the
+// command's processes: none yet. Its bounded wait (awaitEmpty) finds none
+// at its first look, 25 ms later, and closes released, which also ends the
+// kill-deadline watcher (deadManSwitch). The guard then starts the command
+// (guard.go: runCommand after the go-ahead, whatever the lifeline said),
+// and nothing bounds it any more: it runs on with no leaderrun and no
+// lease, for as long as it likes. A large environment stretches the guard's
+// work between the go-ahead and the fork past those 25 ms; a starved host
+// does the same with any environment. The same window lets the kill
+// deadline pass and its watcher end before the fork.
+func TestLeaderrunDiesAtTheGoAhead(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "cmd")
+	pr := prepareChild(t, Config{KillGrace: time.Hour})
+	// Up to Linux's 2 MiB for the arguments and environment: entries and
+	// their pointers.
+	env := append(testEnv(), "RUNNER_TEST_CHILD=grand", "RUNNER_TEST_PIDFILE="+pidfile)
+	for i := range 90_000 {
+		env = append(env, "P"+strconv.Itoa(i)+"=")
+	}
+	if err := pr.prep.SetKillDeadline(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	pr.launchEnv(t, env)
+	pr.p.lifeline.Close() // leaderrun's end of the lifeline: as if it died now
+	deadline := time.Now().Add(goneTime)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		pid, _ := strconv.Atoi(string(b))
+		t.Cleanup(func() {
+			if !gone(pid) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		})
+		time.Sleep(goneTime)
+		if !gone(pid) {
+			t.Fatalf("the command (pid %d) started after leaderrun's end and still runs %v later: nothing bounds it", pid, goneTime)
+		}
+		return
 	}
 }
