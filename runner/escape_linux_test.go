@@ -6,6 +6,7 @@ package runner
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -121,5 +122,67 @@ func TestLeaderrunDiesAtTheGoAhead(t *testing.T) {
 			t.Fatalf("the command (pid %d) started after leaderrun's end and still runs %v later: nothing bounds it", pid, goneTime)
 		}
 		return
+	}
+}
+
+// pidHopper is a C program that never stays one process for long: it forks,
+// the parent exits, the child does the same, a new pid every 200 µs or so,
+// deaf to SIGTERM, in the command's group. It gives up after 20 s, so that
+// a failed test cannot leave it behind for long.
+const pidHopper = `
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(void) {
+	time_t end = time(0) + 20;
+	signal(SIGTERM, SIG_IGN);
+	while (time(0) < end) {
+		pid_t p = fork();
+		if (p > 0) _exit(0);
+		usleep(200);
+	}
+	return 0;
+}
+`
+
+// TestPidHopperKilled: a process of the command's group that forks and
+// exits without pause (the command itself here: its first process exits
+// at once, a hop) is never the process a walk of /proc lists: the walk
+// lists /proc, then reads each stat line, by which time the pid listed has
+// gone and its successor was never listed. The walk (tree_linux.go) finds
+// no running process, Done closes without a signal sent, and the lease
+// would be released under it; a SIGKILL sent by pid would miss it the same
+// way. kill(-pgid, 0) sees the group's member, and kill(-pgid, SIGKILL),
+// which the kernel delivers to the whole group at once, forks in progress
+// included, would end it; the guard's staying in the group rules both out.
+func TestPidHopperKilled(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc to build the pid hopper")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "hop.c"), filepath.Join(dir, "hop")
+	if err := os.WriteFile(src, []byte(pidHopper), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gcc, "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	r := startChild(t, Config{Argv: []string{bin}, KillGrace: 300 * time.Millisecond})
+	pgid := r.p.Pid()
+	// The group's kill ends the hopper whatever happens, the guard with it.
+	t.Cleanup(func() { _ = unix.Kill(-pgid, unix.SIGKILL) })
+	time.Sleep(200 * time.Millisecond) // hopping
+	r.p.Stop(300 * time.Millisecond)
+	select {
+	case <-r.p.Done():
+	case <-time.After(doneBound):
+		t.Fatalf("Done not closed %v after the stop", doneBound)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// The guard has been dismissed: a member of the group now is the hopper.
+	if err := unix.Kill(-pgid, 0); err == nil {
+		t.Errorf("the command's group %d still has a process after Done", pgid)
 	}
 }
