@@ -186,3 +186,32 @@ func TestPidHopperKilled(t *testing.T) {
 		t.Errorf("the command's group %d still has a process after Done", pgid)
 	}
 }
+
+func init() {
+	signalsByName["ABRT"] = syscall.SIGABRT
+	signalsByName["SYS"] = syscall.SIGSYS
+	signalsByName["TRAP"] = syscall.SIGTRAP
+}
+
+// TestStopSignalSparesTheGuard: --kill-signal takes any signal, and a stop
+// signal other than SIGKILL goes to the command's process group, the guard
+// included, which catches only guardSignals. SIGABRT, SIGSYS and SIGTRAP
+// (a core dump on stop is a reason to choose SIGABRT) end a Go program
+// with a stack dump: the guard dies, the command gets its parent-death
+// SIGKILL at once instead of its grace, and what the guard had adopted
+// goes to init (TestGuardKilledAloneEscapee).
+func TestStopSignalSparesTheGuard(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"ABRT", "SYS", "TRAP"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := startChild(t, Config{StopSignal: signalsByName[name], KillGrace: 10 * time.Second},
+				"RUNNER_TEST_CHILD=catch", "RUNNER_TEST_SIGNALS="+name, "RUNNER_TEST_EXIT_ON="+name)
+			r.expect(t, "ready")
+			r.p.Stop(10 * time.Second)
+			if res := r.wait(t); res != (Result{}) {
+				t.Errorf("Result = %+v, want the command's own exit 0 on SIG%s", res, name)
+			}
+		})
+	}
+}
