@@ -46,20 +46,6 @@ const (
 	guardFailed = 125
 )
 
-// guardSignals are caught and dropped by the guard: leaderrun sends every
-// signal to the command's processes itself, and the guard must outlive
-// them. The terminal's job-control signals are among them: Ctrl-Z (SIGTSTP)
-// goes to the whole foreground group, and a stopped guard would neither
-// report the command's exit, nor read the lifeline, nor keep the kill
-// deadline. They are caught, not ignored, because an ignored disposition
-// would be inherited by the command across exec: the command keeps the
-// defaults.
-var guardSignals = []os.Signal{
-	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGPIPE,
-	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-}
-
 // RunGuard runs the guard when args (os.Args) ask for it; ok is false
 // otherwise, and then it has done nothing. leaderrun's entry point must call
 // it before anything else (before flag parsing, logging or signal set-up)
@@ -67,8 +53,8 @@ var guardSignals = []os.Signal{
 //
 // The guard is internal to Prepare and Start: it leads the command's process
 // group, waits for leaderrun's go-ahead (the command's environment and kill
-// deadline, see Launch), starts the command as its child, drops the signals
-// leaderrun sends to the group, and reports the command's wait status to
+// deadline, see Launch), starts the command as its child, catches every signal that can be
+// caught (the command keeps the default dispositions), and reports the command's wait status to
 // leaderrun. On Linux it is the child subreaper of the command's subtree:
 // it adopts and reaps every orphan of it, in whatever group or session, and
 // stays until leaderrun dismisses it. It kills the command's processes
@@ -106,7 +92,7 @@ func runGuard(args []string) int {
 	if err != nil {
 		return guardFail(err.Error())
 	}
-	dropSignals()
+	catchSignals()
 
 	released := make(chan struct{})
 	deadlines := make(chan int64, 1)
@@ -179,16 +165,28 @@ func guardFiles() (lifeline, status, launch *os.File, err error) {
 	return os.NewFile(lifelineFD, "lifeline"), os.NewFile(statusFD, "status"), os.NewFile(launchFD, "launch"), nil
 }
 
-// dropSignals catches and drops guardSignals for the guard's whole life.
-func dropSignals() {
+// catchSignals catches and drops, for the guard's whole life, every signal
+// that can be caught: leaderrun sends every signal to the command's
+// processes itself, and the guard must outlive them. The guard is in the
+// command's group, which any stop signal of --kill-signal, the terminal's
+// job-control signals (Ctrl-Z goes to the whole foreground group) and the
+// command's own `kill 0` reach; a Go program dies of many of them
+// (SIGABRT, SIGSYS, SIGTRAP with a stack dump), and a stopped guard would
+// neither report the command's exit, nor read the lifeline, nor keep the
+// kill deadline. They are caught, not ignored, because an ignored
+// disposition would be inherited by the command across exec: the command
+// keeps the defaults. SIGKILL and SIGSTOP cannot be caught.
+func catchSignals() {
 	caught := make(chan os.Signal, 16)
-	for _, s := range guardSignals {
+	for sig := syscall.Signal(1); sig < 32; sig++ {
 		// A signal the guard inherited ignored stays ignored, for the guard
 		// and for the command: leaderrun keeps a disposition to ignore
 		// that it inherited (nohup's SIGHUP) and so passes it on.
-		if !signal.Ignored(s) {
-			signal.Notify(caught, s)
+		// (Real-time signals, 32 and up, do not end a Go program.)
+		if sig == syscall.SIGKILL || sig == syscall.SIGSTOP || signal.Ignored(sig) {
+			continue
 		}
+		signal.Notify(caught, sig)
 	}
 	go func() {
 		for range caught {
