@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,38 +95,31 @@ func runGuard(args []string) int {
 	}
 	catchSignals()
 
+	g := &gate{procs: tree{root: pgid}}
 	released := make(chan struct{})
 	deadlines := make(chan int64, 1)
 	// armed is closed once the go-ahead's deadline is in deadlines.
 	armed := make(chan struct{})
-	go watchLifeline(lifeline, pgid, deadlines, armed, released)
-	go deadManSwitch(pgid, deadlines, released)
+	go watchLifeline(lifeline, g, deadlines, armed, released)
+	go deadManSwitch(g, deadlines, released)
 
 	deadline, env, err := decodeLaunch(launch)
 	launch.Close()
 	switch {
 	case errors.Is(err, io.EOF):
-		// Discarded, or leaderrun died (then the lifeline kills the group):
-		// start nothing.
+		// Discarded, or leaderrun died (then the lifeline's end is seen
+		// too): start nothing.
 		return guardFailed
 	case err != nil:
 		return guardFail("go-ahead: " + err.Error())
 	}
 	if deadline != 0 {
+		g.setDeadline(deadline)
 		deadlines <- deadline
 	}
 	close(armed)
-	if deadline != 0 && untilMonotonic(deadline) <= 0 {
-		// Already past the kill deadline: the command must not start.
-		// leaderrun sees a command killed at it (without a subreaper the
-		// group, the guard alone, is killed as it would have been).
-		tree{root: pgid}.kill()
-		_, _ = status.WriteString(formatStatus(-1, unix.SIGKILL))
-		<-released
-		return 128 + int(unix.SIGKILL)
-	}
 
-	code, sig := runCommand(path, argv, env)
+	code, sig := runCommand(g, path, argv, env)
 
 	// Without a subreaper, leave the group for leaderrun's, so that the
 	// group now holds only what the command left behind and leaderrun can
@@ -145,6 +139,43 @@ func runGuard(args []string) int {
 		return 128 + int(sig)
 	}
 	return code
+}
+
+// gate decides, once, whether the command starts: a kill (leaderrun's end,
+// the kill deadline) and the start are decided under one lock, so that no
+// command can start after a kill that could not see it. After the start, a
+// kill finds the command among the guard's processes.
+type gate struct {
+	procs    tree
+	mu       sync.Mutex
+	killed   bool  // a kill has begun: start nothing
+	deadline int64 // the latest kill deadline received; 0: none
+}
+
+// setDeadline records the latest kill deadline, which the start checks.
+func (g *gate) setDeadline(deadline int64) {
+	g.mu.Lock()
+	g.deadline = deadline
+	g.mu.Unlock()
+}
+
+// kill kills the command's processes, and keeps any from starting.
+func (g *gate) kill() {
+	g.mu.Lock()
+	g.killed = true
+	g.mu.Unlock()
+	g.procs.kill()
+}
+
+// start calls fn, which starts the command, unless a kill has begun or the
+// latest kill deadline has passed; started reports whether fn was called.
+func (g *gate) start(fn func() error) (started bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.killed || g.deadline != 0 && untilMonotonic(g.deadline) <= 0 {
+		return false, nil
+	}
+	return true, fn()
 }
 
 // guardFiles checks and opens the descriptors leaderrun hands the guard.
@@ -196,9 +227,9 @@ func catchSignals() {
 
 // watchLifeline reads the kill deadlines leaderrun sends on the lifeline
 // into deadlines, keeping only the latest, once armed is closed. When the
-// lifeline ends (leaderrun is gone, or done), it kills the group and closes
-// released.
-func watchLifeline(lifeline *os.File, pgid int, deadlines chan int64, armed, released chan struct{}) {
+// lifeline ends (leaderrun is gone, or done), it kills the command's
+// processes, or keeps the command from starting, and closes released.
+func watchLifeline(lifeline *os.File, g *gate, deadlines chan int64, armed, released chan struct{}) {
 	var buf [8]byte
 	for {
 		if _, err := io.ReadFull(lifeline, buf[:]); err != nil {
@@ -217,14 +248,15 @@ func watchLifeline(lifeline *os.File, pgid int, deadlines chan int64, armed, rel
 	// Nothing of the command may outlive leaderrun: the guard kills it all
 	// and, a subreaper, stays until it is gone (bounded), so that no orphan
 	// goes to init meanwhile.
-	tree{root: pgid}.kill()
+	g.kill()
 	close(released)
 }
 
-// deadManSwitch kills the command's processes when the latest kill
-// deadline leaderrun sent (Process.SetKillDeadline) passes before a later
-// one arrives.
-func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
+// deadManSwitch kills the command's processes, or keeps the command from
+// starting, when the latest kill deadline leaderrun sent
+// (Process.SetKillDeadline) passes before a later one arrives. It ends
+// early only with released, closed after a kill.
+func deadManSwitch(g *gate, deadlines <-chan int64, released <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var deadline int64
@@ -233,23 +265,26 @@ func deadManSwitch(pgid int, deadlines <-chan int64, released <-chan struct{}) {
 		case <-released:
 			return
 		case deadline = <-deadlines:
+			g.setDeadline(deadline)
 			timer.Reset(untilMonotonic(deadline))
 		case <-timer.C:
 			if left := untilMonotonic(deadline); left > 0 {
 				timer.Reset(left)
 				continue
 			}
-			tree{root: pgid}.kill()
+			g.kill()
 			return
 		}
 	}
 }
 
 // runCommand runs the command as the guard's child, in the guard's group,
-// with env as its whole environment, and returns how it ended. On Linux the
-// guard becomes the child subreaper first, and reaps the orphans it adopts
-// from then on, never the command, which its own waiter reaps.
-func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) {
+// with env as its whole environment, unless a kill came first or the kill
+// deadline has passed (then it reports SIGKILL, as if the command had been
+// killed at once), and returns how it ended. On Linux the guard becomes the
+// child subreaper first, and reaps the orphans it adopts from then on, never
+// the command, which its own waiter reaps.
+func runCommand(g *gate, path string, argv, env []string) (code int, sig syscall.Signal) {
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   argv,
@@ -264,14 +299,19 @@ func runCommand(path string, argv, env []string) (code int, sig syscall.Signal) 
 	// On Linux the command gets a parent-death signal, so that it cannot
 	// outlive the guard.
 	var done <-chan struct{}
-	err := orphans.start(func() (int, <-chan struct{}, error) {
-		var err error
-		if done, err = pdeath.Start(cmd); err != nil {
-			return 0, nil, err
-		}
-		return cmd.Process.Pid, done, nil
+	started, err := g.start(func() error {
+		return orphans.start(func() (int, <-chan struct{}, error) {
+			var err error
+			if done, err = pdeath.Start(cmd); err != nil {
+				return 0, nil, err
+			}
+			return cmd.Process.Pid, done, nil
+		})
 	})
-	if err != nil {
+	switch {
+	case !started:
+		return -1, unix.SIGKILL
+	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
