@@ -166,7 +166,7 @@ func TestPidHopperKilled(t *testing.T) {
 	if err := os.WriteFile(src, []byte(pidHopper), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(gcc, "-o", bin, src).CombinedOutput(); err != nil {
+	if out, err := combinedOutputOwn(exec.Command(gcc, "-o", bin, src)); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	r := startChild(t, Config{Argv: []string{bin}, KillGrace: 300 * time.Millisecond})

@@ -95,7 +95,7 @@ func runGuard(args []string) int {
 	}
 	catchSignals()
 
-	g := &gate{procs: tree{root: pgid}}
+	g := &gate{procs: tree{root: pgid, guard: true}}
 	released := make(chan struct{})
 	deadlines := make(chan int64, 1)
 	// armed is closed once the go-ahead's deadline is in deadlines.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -505,11 +506,67 @@ func writeFileAtomic(path, data string) error {
 	return os.Rename(tmp, path)
 }
 
+// ownCmd is a process the test binary starts itself (a helper, gcc),
+// registered with its reaper: once a guard has been prepared, the test
+// binary, as leaderrun does, is the child subreaper of its descendants and
+// reaps every child it did not register (see ownReaper), which would take
+// the exit status from its Wait, and counts such a child among the
+// command's processes once that command's guard has died.
+type ownCmd struct {
+	*exec.Cmd
+	reaped chan struct{}
+	once   sync.Once
+	err    error
+}
+
+// startOwn starts c, registered with the test binary's reaper; the caller
+// must Wait for it.
+func startOwn(c *exec.Cmd) (*ownCmd, error) {
+	o := &ownCmd{Cmd: c, reaped: make(chan struct{})}
+	err := ownReaper().start(func() (int, <-chan struct{}, error) {
+		if err := c.Start(); err != nil {
+			return 0, nil, err
+		}
+		return c.Process.Pid, o.reaped, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Wait is c.Wait, once; later calls return what the first did.
+func (o *ownCmd) Wait() error {
+	o.once.Do(func() {
+		o.err = o.Cmd.Wait()
+		close(o.reaped)
+	})
+	return o.err
+}
+
+// runOwn is c.Run, registered with the test binary's reaper.
+func runOwn(c *exec.Cmd) error {
+	o, err := startOwn(c)
+	if err != nil {
+		return err
+	}
+	return o.Wait()
+}
+
+// combinedOutputOwn is c.CombinedOutput, registered with the test binary's
+// reaper.
+func combinedOutputOwn(c *exec.Cmd) ([]byte, error) {
+	var b lockedBuffer
+	c.Stdout, c.Stderr = &b, &b
+	err := runOwn(c)
+	return []byte(b.String()), err
+}
+
 // startHelper starts the test binary as a helper that plays leaderrun (env
 // says how) and returns it with the read end of its stderr, which whatever
 // it starts (the guard, the command, a grandchild) shares: reading it ends
 // when the last of them has gone. The helper is killed at cleanup.
-func startHelper(t *testing.T, env ...string) (*exec.Cmd, *os.File) {
+func startHelper(t *testing.T, env ...string) (*ownCmd, *os.File) {
 	t.Helper()
 	helper := exec.Command(testExe)
 	helper.Env = append(testEnv(), env...)
@@ -518,12 +575,12 @@ func startHelper(t *testing.T, env ...string) (*exec.Cmd, *os.File) {
 		t.Fatal(err)
 	}
 	helper.Stderr = w
-	err = helper.Start()
+	own, err := startOwn(helper)
 	w.Close()
 	if err != nil {
 		stderr.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
-	return helper, stderr
+	t.Cleanup(func() { _ = own.Process.Kill(); _ = own.Wait() })
+	return own, stderr
 }

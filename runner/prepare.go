@@ -114,10 +114,10 @@ func Prepare(cfg Config) (*Prepared, error) {
 		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// As PID 1, leaderrun reaps orphans, but never the guard: its waiter is
+	// leaderrun reaps the orphans it adopts, never the guard: its waiter is
 	// dismissGuard.
 	guardReaped := make(chan struct{})
-	err = pid1Reaper().start(func() (int, <-chan struct{}, error) {
+	err = ownReaper().start(func() (int, <-chan struct{}, error) {
 		if err := guard.Start(); err != nil {
 			return 0, nil, err
 		}

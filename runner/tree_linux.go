@@ -2,7 +2,9 @@ package runner
 
 // The command's processes on Linux: the guard is the child subreaper of
 // the command's whole subtree, so every descendant of the command, in
-// whatever process group or session, stays a descendant of the guard.
+// whatever process group or session, stays a descendant of the guard; and
+// leaderrun is the child subreaper of its own descendants, so that what a
+// guard killed alone had adopted comes to leaderrun.
 
 import (
 	"errors"
@@ -17,8 +19,9 @@ import (
 // process, never to the group, which holds the guard.
 const guardIsSubreaper = true
 
-// becomeSubreaper makes this process (the guard) the child subreaper of
-// its descendants: an orphan among them is reparented to it, never to init.
+// becomeSubreaper makes this process (the guard, leaderrun) the child
+// subreaper of its descendants: an orphan among them is reparented to it,
+// never to init.
 func becomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("runner: become the child subreaper: %w", err)
@@ -28,7 +31,11 @@ func becomeSubreaper() error {
 
 // tree is the command's processes: every descendant of the guard (root,
 // also the process group's id) and every member of its group, the guard
-// itself excepted. A stop signals each of them; the tree is empty when none
+// itself excepted, and, once the guard has died (killed alone: the OOM
+// killer, an operator), every process leaderrun adopted since (see
+// ownReaper) and their descendants: the orphans the guard had adopted come
+// to leaderrun, and leaderrun's own children (guards, health checks) are
+// not among them. A stop signals each of them; the tree is empty when none
 // has a thread that runs.
 //
 // Processes found in /proc are signalled through a pidfd opened before
@@ -37,35 +44,73 @@ func becomeSubreaper() error {
 // not mount its own), the tree falls back to the group: signals go to it
 // as a whole, the guard included.
 type tree struct {
-	root int
+	root  int
+	guard bool // this process is the guard; otherwise leaderrun, its parent
 }
 
-// members returns the processes of the tree, running or not.
+// guardDead reports, in leaderrun, whether the guard has died (it is
+// leaderrun's child, reaped only once the tree is no longer used).
+func (t tree) guardDead() bool {
+	if t.guard {
+		return false
+	}
+	s, err := readStat(t.root)
+	return err != nil || s.state == 'Z' || s.state == 'X'
+}
+
+// members returns the processes of the tree, running or not, from one walk
+// of /proc.
 func (t tree) members() ([]procStat, error) {
 	procs, err := scanProcs()
 	if err != nil {
 		return nil, err
 	}
-	parent := make(map[int]int, len(procs))
-	for _, p := range procs {
-		parent[p.pid] = p.ppid
+	// After the walk: a guard that died during it had its children
+	// reparented to leaderrun before it was seen dead.
+	adopter, own := 0, (*reaper)(nil)
+	if t.guardDead() {
+		adopter, own = adoptedBy()
 	}
-	below := map[int]bool{t.root: true} // memo: pid is the root or below it
+	return treeMembers(t.root, procs, adopter, own.isOwn), nil
+}
+
+// treeMembers picks the processes of the tree rooted at root out of procs,
+// one walk of /proc: the members of group root, root's descendants and,
+// with adopter set (the guard has died), the descendants of adopter's
+// children that are not its own.
+func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bool) []procStat {
+	at := make(map[int]int, len(procs)) // pid → index in procs
+	for i, p := range procs {
+		at[p.pid] = i
+	}
+	below := map[int]bool{root: true} // memo: pid is the root or below it
+	if adopter > 0 {
+		below[adopter] = false
+	}
 	var path []int
 	inTree := func(pid int) bool {
 		path = path[:0]
 		in := false
-		for {
+		for len(path) <= len(procs) {
 			if v, ok := below[pid]; ok {
 				in = v
 				break
 			}
-			pp, ok := parent[pid]
-			if !ok || pp <= 0 || len(path) > len(procs) {
-				break // init, the kernel's threads, or a chain cut by an exit
+			i, ok := at[pid]
+			if !ok {
+				break // gone
+			}
+			p := procs[i]
+			if adopter > 0 && p.ppid == adopter {
+				in = !isOwn(pid) // adopted: the guard's orphans, or theirs
+				below[pid] = in
+				break
+			}
+			if p.ppid <= 0 {
+				break // init, or the kernel's threads
 			}
 			path = append(path, pid)
-			pid = pp
+			pid = p.ppid
 		}
 		for _, p := range path {
 			below[p] = in
@@ -74,11 +119,11 @@ func (t tree) members() ([]procStat, error) {
 	}
 	var out []procStat
 	for _, p := range procs {
-		if p.pid != t.root && (p.pgrp == t.root || inTree(p.pid)) {
+		if p.pid != root && (p.pgrp == root || inTree(p.pid)) {
 			out = append(out, p)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // alive reports whether a process of the tree still has a running thread.

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,6 +128,49 @@ func TestOrphansAdoptedAndReaped(t *testing.T) {
 	}
 }
 
+// TestTreeMembers picks the command's processes out of one walk of /proc:
+// the group's members, the guard's descendants and, once the guard has
+// died, what leaderrun adopted (not its own children).
+func TestTreeMembers(t *testing.T) {
+	t.Parallel()
+	const (
+		root = 100 // the guard; the command's group
+		l    = 50  // leaderrun
+	)
+	p := func(pid, ppid, pgrp int) procStat {
+		return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: 'S', threads: 1, start: uint64(pid)}
+	}
+	walk := []procStat{
+		p(1, 0, 1), p(l, 1, l), p(root, l, l), p(60, l, 60), // init, leaderrun, the guard, a health check's shell
+		p(101, root, root), p(102, 101, 102), // the command, a grandchild in a session of its own
+		p(104, 1, root),                  // a member of the group elsewhere (init's: its reaper was not the guard)
+		p(200, 1, 200), p(201, 200, 200), // another service
+		p(300, l, 300), p(301, 300, 300), // adopted by leaderrun: once the guard has died, the command's
+		p(61, 60, 60), // the health check's
+	}
+	own := func(pid int) bool { return pid == root || pid == 60 }
+	pids := func(procs []procStat) []int {
+		var out []int
+		for _, p := range procs {
+			out = append(out, p.pid)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		adopter int
+		want    []int
+	}{
+		{"guard alive", 0, []int{101, 102, 104}},
+		{"guard dead", l, []int{101, 102, 104, 300, 301}},
+	} {
+		got := pids(treeMembers(root, slices.Clone(walk), tt.adopter, own))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: members %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // waitFor polls cond until it holds, or fails the test after within.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -180,7 +224,7 @@ func buildThreadedZombie(t *testing.T) string {
 	if err := os.WriteFile(src, []byte(threadedZombie), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(gcc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+	if out, err := combinedOutputOwn(exec.Command(gcc, "-pthread", "-o", bin, src)); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return bin
@@ -380,7 +424,7 @@ func TestPID1ReapsOrphans(t *testing.T) {
 	}
 	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", testExe)
 	cmd.Env = append(testEnv(), "RUNNER_TEST_CHILD=pid1")
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOwn(cmd)
 	if strings.Contains(string(out), "unshare:") {
 		if os.Getenv("CI") != "" && os.Geteuid() == 0 {
 			t.Fatalf("unshare: %s", out)

@@ -18,7 +18,8 @@ func becomeSubreaper() error { return nil }
 
 // tree is the command's process group, whose id is root, the guard's pid.
 type tree struct {
-	root int
+	root  int
+	guard bool // this process is the guard; otherwise leaderrun, its parent
 }
 
 // alive reports whether the group still has a member other than a guard
