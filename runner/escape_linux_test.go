@@ -27,14 +27,21 @@ const doneBound = killWait + 5*time.Second
 // guard, and no SIGCONT: the guard stays stopped, never reports the
 // command's end, and Done never closes. leaderrun hangs, holding the lease
 // (an outside second SIGINT) or after losing it, and never records the end.
+//
+// The guard leaves the command's group once the command has started: a
+// SIGSTOP to the group reaches it only in the instant before, so it is
+// stopped by its pid too, as an operator's `kill -STOP` of it would.
 func TestKillWhileGroupStopped(t *testing.T) {
 	t.Parallel()
 	r := startChild(t, Config{KillGrace: time.Hour}, "RUNNER_TEST_CHILD=sleep")
 	r.expect(t, "ready")
 	pgid := r.p.Pid()
 	// Runs before startChild's cleanup, which waits for Done.
-	t.Cleanup(func() { _ = unix.Kill(-pgid, unix.SIGCONT) })
+	t.Cleanup(func() { _ = unix.Kill(-pgid, unix.SIGCONT); _ = unix.Kill(pgid, unix.SIGCONT) })
 	if err := unix.Kill(-pgid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(pgid, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the guard to be stopped", func() bool {

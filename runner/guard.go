@@ -1,9 +1,10 @@
 //go:build unix
 
 // The guard: leaderrun re-executed with a hidden first argument, which
-// leads the command's process group, starts the command on leaderrun's
-// go-ahead, adopts and reaps the command's orphans (Linux), and kills the
-// command's processes when leaderrun dies or the kill deadline passes.
+// leads the command's process group until the command has started, starts
+// the command on leaderrun's go-ahead, adopts and reaps the command's
+// orphans (Linux), and kills the command's processes when leaderrun dies or
+// the kill deadline passes.
 
 package runner
 
@@ -35,6 +36,9 @@ const (
 	// the command without waiting for the go-ahead. v1 had none: the guard
 	// started the command at once.
 	guardProtocol = "v2"
+	// anchorArg follows guardArg instead of guardProtocol for the guard's
+	// anchor (see leaveGroup).
+	anchorArg = "anchor"
 	// The guard's inherited descriptors: the lifeline (read end; EOF means
 	// leaderrun is gone), the status pipe (write end; the command's wait
 	// status goes there) and the launch pipe (read end; the go-ahead comes
@@ -54,22 +58,29 @@ const (
 //
 // The guard is internal to Prepare and Start: it leads the command's process
 // group, waits for leaderrun's go-ahead (the command's environment and kill
-// deadline, see Launch), starts the command as its child, catches every signal that can be
-// caught (the command keeps the default dispositions), and reports the command's wait status to
-// leaderrun. On Linux it is the child subreaper of the command's subtree:
-// it adopts and reaps every orphan of it, in whatever group or session, and
-// stays until leaderrun dismisses it. It kills the command's processes
-// with SIGKILL (on Linux the whole subtree, elsewhere the group) when
-// leaderrun dies or when the kill deadline leaderrun last sent passes
-// (Process.SetKillDeadline). If leaderrun dies or discards it before the
-// go-ahead, it exits without starting anything. It prints nothing except a
-// one-line message when the command cannot be executed (status 127 or
-// 126). In ps it shows as "leaderrun __leaderrun-guard v2 PATH -- COMMAND
-// [ARG...]". Run by hand, it refuses (status 125): it would take over its
-// caller's group.
+// deadline, see Launch), starts the command as its child, then moves to a
+// process group of its own, so that the command's group holds the
+// command's processes alone. It catches every signal that can be caught
+// (the command keeps the default dispositions), and reports the command's
+// wait status to leaderrun. On Linux it is the child subreaper of the
+// command's subtree: it adopts and reaps every orphan of it, in whatever
+// group or session, and stays until leaderrun dismisses it. It kills the
+// command's processes with SIGKILL (on Linux the whole subtree, elsewhere
+// the group) when leaderrun dies or when the kill deadline leaderrun last
+// sent passes (Process.SetKillDeadline). If leaderrun dies, or the deadline
+// passes, before the command has started, it never starts it. It prints
+// nothing except a one-line message when the command cannot be executed
+// (status 127 or 126). In ps it shows as "leaderrun __leaderrun-guard v2
+// PATH -- COMMAND [ARG...]", and its anchor, for an instant, as "leaderrun
+// __leaderrun-guard anchor". Run by hand, the guard refuses (status 125):
+// it would take over its caller's group; the anchor only reads its standard
+// input to its end and exits 0.
 func RunGuard(args []string) (code int, ok bool) {
 	if len(args) < 2 || args[1] != guardArg {
 		return 0, false
+	}
+	if len(args) == 3 && args[2] == anchorArg {
+		return runAnchor(), true
 	}
 	return runGuard(args[2:]), true
 }
@@ -120,18 +131,6 @@ func runGuard(args []string) int {
 	close(armed)
 
 	code, sig := runCommand(g, path, argv, env)
-
-	// Without a subreaper, leave the group for leaderrun's, so that the
-	// group now holds only what the command left behind and leaderrun can
-	// tell when it is empty. The lifeline keeps covering the group. If this
-	// fails (leaderrun has just died, say), leaderrun kills the guard when
-	// it sees it still there. A subreaper stays: leaderrun tells the
-	// command's processes from it, and it must outlive them.
-	if !guardIsSubreaper {
-		if ppg, err := unix.Getpgid(unix.Getppid()); err == nil {
-			_ = unix.Setpgid(0, ppg)
-		}
-	}
 	_, _ = status.WriteString(formatStatus(code, sig))
 	// Wait for leaderrun to dismiss the guard (SIGKILL) or to die.
 	<-released
@@ -198,15 +197,17 @@ func guardFiles() (lifeline, status, launch *os.File, err error) {
 
 // catchSignals catches and drops, for the guard's whole life, every signal
 // that can be caught: leaderrun sends every signal to the command's
-// processes itself, and the guard must outlive them. The guard is in the
-// command's group, which any stop signal of --kill-signal, the terminal's
-// job-control signals (Ctrl-Z goes to the whole foreground group) and the
-// command's own `kill 0` reach; a Go program dies of many of them
-// (SIGABRT, SIGSYS, SIGTRAP with a stack dump), and a stopped guard would
-// neither report the command's exit, nor read the lifeline, nor keep the
-// kill deadline. They are caught, not ignored, because an ignored
-// disposition would be inherited by the command across exec: the command
-// keeps the defaults. SIGKILL and SIGSTOP cannot be caught.
+// processes itself, and the guard must outlive them. Until the command has
+// started, and an instant after, the guard is in the command's group, which
+// any stop signal of --kill-signal, the terminal's job-control signals
+// (Ctrl-Z goes to the whole foreground group) and the command's own
+// `kill 0` reach; a Go program dies of many of them (SIGABRT, SIGSYS,
+// SIGTRAP with a stack dump), and a stopped guard would neither report the
+// command's exit, nor read the lifeline, nor keep the kill deadline. They
+// are caught, not ignored, because an ignored disposition would be
+// inherited by the command across exec: the command keeps the defaults.
+// SIGKILL and SIGSTOP cannot be caught: leaderrun never sends them to the
+// guard while it works.
 func catchSignals() {
 	caught := make(chan os.Signal, 16)
 	for sig := syscall.Signal(1); sig < 32; sig++ {
@@ -283,7 +284,8 @@ func deadManSwitch(g *gate, deadlines <-chan int64, released <-chan struct{}) {
 // deadline has passed (then it reports SIGKILL, as if the command had been
 // killed at once), and returns how it ended. On Linux the guard becomes the
 // child subreaper first, and reaps the orphans it adopts from then on, never
-// the command, which its own waiter reaps.
+// the command, which its own waiter reaps. Once the command has started, the
+// guard leaves its group.
 func runCommand(g *gate, path string, argv, env []string) (code int, sig syscall.Signal) {
 	cmd := &exec.Cmd{
 		Path:   path,
@@ -325,12 +327,77 @@ func runCommand(g *gate, path string, argv, env []string) (code int, sig syscall
 		}
 		return 126, 0
 	}
+	// Before the command's end is reported, so that leaderrun finds the
+	// group without the guard. If this fails, the guard stays in the group,
+	// which leaderrun tells (the group is then signalled process by
+	// process, sparing the guard).
+	_ = leaveGroup(orphans)
 	go orphans.run(true)
 	<-done
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, ws.Signal()
 	}
 	return cmd.ProcessState.ExitCode(), 0
+}
+
+// leaveGroup moves the guard out of the command's process group, which it
+// led so that the command would start in it, into a group of its own: then
+// a signal to the command's group as a whole (kill(2) of -PGID), which the
+// kernel delivers to every member at once, forks in progress included,
+// reaches the command's processes and never the guard, and an empty group
+// means that none of them is left in it. The guard's own group cannot be
+// leaderrun's, which a job-control signal or a kill of leaderrun's job as a
+// whole (`kill -9 %1`, timeout(1)) reaches: the guard must outlive
+// leaderrun to kill what it leaves. A group leader cannot start a group of
+// its own, and a process can only join a group that exists: the anchor,
+// leaderrun re-executed in a group of its own, makes one, which the guard
+// joins; the anchor then exits (at the end of its standard input) and the
+// group stays the guard's alone, its id unusable by any other process while
+// the guard is in it.
+func leaveGroup(orphans *reaper) error {
+	self, err := selfExe()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	anchor := &exec.Cmd{
+		Path:        self,
+		Args:        []string{"leaderrun", guardArg, anchorArg},
+		Stdin:       r,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	reaped := make(chan struct{})
+	err = orphans.start(func() (int, <-chan struct{}, error) {
+		if err := anchor.Start(); err != nil {
+			return 0, nil, err
+		}
+		return anchor.Process.Pid, reaped, nil
+	})
+	r.Close()
+	if err != nil {
+		return err
+	}
+	go func() {
+		_ = anchor.Wait()
+		close(reaped)
+	}()
+	// The anchor waits for the end of its input, which comes after this:
+	// its group is there to join.
+	if err := unix.Setpgid(0, anchor.Process.Pid); err != nil {
+		return fmt.Errorf("runner: leave the command's process group: %w", err)
+	}
+	return nil
+}
+
+// runAnchor is the guard's anchor (see leaveGroup): it waits for the end
+// of its standard input.
+func runAnchor() int {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
 }
 
 func guardFail(why string) int {

@@ -6,8 +6,8 @@ package runner
 // adopted, what a health check left behind and, as PID 1 (a container's
 // init), every orphan of its pid namespace. Both must reap them, or they
 // stay zombies for ever, without taking the wait status of a child whose
-// own waiter (os/exec) expects it: the command in the guard, the guard and
-// the health check's shell in leaderrun.
+// own waiter (os/exec) expects it: the command and the anchor in the guard,
+// the guard and the health check's shell in leaderrun.
 
 import (
 	"errors"

@@ -21,15 +21,15 @@ func (p *Process) supervise() {
 	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
 		res, reported = parseStatus(line)
 	}
-	// A subreaper stays until the command's processes are gone, as their
-	// reaper, and one that died before reporting stays unreaped until then:
-	// its pid, the root of the command's processes, cannot be reused
-	// meanwhile, and a zombie is not counted among them. Without a
-	// subreaper, the guard leaves the group before it reports, so that the
-	// group holds only the command's leftovers: one that did not report has
+	// On Linux the guard stays until the command's processes are gone, as
+	// their subreaper, and one that died before reporting stays unreaped
+	// until then: its pid, the root of the command's processes, cannot be
+	// reused meanwhile, and it is not counted among them. Elsewhere the
+	// guard leaves the group once the command has started, so that the
+	// group holds only the command's processes: one that did not report has
 	// died, one still in the group could not leave: reap it now, or it
 	// counts as one.
-	if !guardIsSubreaper {
+	if !treeWalks {
 		if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
 			p.dismissGuard()
 		}

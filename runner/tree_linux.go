@@ -14,10 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardIsSubreaper: the guard adopts the command's orphans and stays in the
-// command's process group until it is dismissed; SIGKILL goes to each
-// process, never to the group, which holds the guard.
-const guardIsSubreaper = true
+// treeWalks: the command's processes are found in /proc, beyond its group;
+// the guard, their subreaper, stays until it is dismissed.
+const treeWalks = true
 
 // becomeSubreaper makes this process (the guard, leaderrun) the child
 // subreaper of its descendants: an orphan among them is reparented to it,
@@ -29,8 +28,8 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// tree is the command's processes: every descendant of the guard (root,
-// also the process group's id) and every member of its group, the guard
+// tree is the command's processes: every member of its process group, every
+// descendant of the guard (root, whose pid is the group's id), the guard
 // itself excepted, and, once the guard has died (killed alone: the OOM
 // killer, an operator), every process leaderrun adopted since (see
 // ownReaper) and their descendants: the orphans the guard had adopted come
@@ -38,14 +37,28 @@ func becomeSubreaper() error {
 // not among them. A stop signals each of them; the tree is empty when none
 // has a thread that runs.
 //
+// Once the command has started, the guard is out of the group (see
+// leaveGroup): every signal goes to the group as a whole, which the kernel
+// delivers to every member at once, forks included, and the group is empty
+// when kill(2) finds no member; /proc is walked for the processes outside
+// it. While the guard is in the group, stop signals go to the group (the
+// guard catches them) and SIGKILL to each member but the guard.
+//
 // Processes found in /proc are signalled through a pidfd opened before
 // their stat line is read again: a process that died meanwhile, its pid
 // reused, is left alone. Without a usable /proc (a pid namespace that did
 // not mount its own), the tree falls back to the group: signals go to it
-// as a whole, the guard included.
+// as a whole, the guard included while it is there.
 type tree struct {
 	root  int
 	guard bool // this process is the guard; otherwise leaderrun, its parent
+}
+
+// guardInGroup reports whether the guard is (still) in the command's group.
+// It leaves the group once, never to come back.
+func (t tree) guardInGroup() bool {
+	pg, err := unix.Getpgid(t.root)
+	return err == nil && pg == t.root
 }
 
 // guardDead reports, in leaderrun, whether the guard has died (it is
@@ -132,6 +145,17 @@ func (t tree) alive() bool {
 		g := groupWatch{pgid: t.root}
 		return g.alive()
 	}
+	return t.look()
+}
+
+// look is one look at the tree: whether the group has a member (the guard
+// out of it: kill(2) says; zombies count, they are about to be reaped), or
+// one walk of /proc finds a running process of the tree.
+func (t tree) look() bool {
+	inGroup := t.guardInGroup()
+	if !inGroup && groupHasMember(t.root) {
+		return true
+	}
 	members, err := t.members()
 	if err != nil {
 		return true
@@ -144,18 +168,17 @@ func (t tree) alive() bool {
 	return false
 }
 
-// signal sends sig to every running process of the tree. A stop signal
-// (anything but SIGKILL) goes to the group as a whole first, which the
-// kernel delivers to every member at once, forks included, and the guard
-// catches; then to each process outside the group. SIGKILL goes to each
-// process, group members included, sparing the guard, which must outlive
-// the tree to adopt and reap it.
+// signal sends sig to every running process of the tree: to the group as a
+// whole, then to each process outside it. While the guard is in the group,
+// SIGKILL goes to each member instead, sparing the guard, which must
+// outlive the tree to adopt and reap it.
 func (t tree) signal(sig syscall.Signal) error {
 	if !procUsable() {
 		return signalGroup(t.root, sig)
 	}
+	inGroup := t.guardInGroup()
 	var errs []error
-	if sig != unix.SIGKILL {
+	if !inGroup || sig != unix.SIGKILL {
 		errs = append(errs, signalGroup(t.root, sig))
 	}
 	members, err := t.members()
@@ -163,7 +186,7 @@ func (t tree) signal(sig syscall.Signal) error {
 		return errors.Join(append(errs, fmt.Errorf("runner: list the command's processes: %w", err))...)
 	}
 	for _, m := range members {
-		if m.running() && (sig == unix.SIGKILL || m.pgrp != t.root) {
+		if m.running() && (m.pgrp != t.root || inGroup && sig == unix.SIGKILL) {
 			errs = append(errs, signalProc(m, sig))
 		}
 	}

@@ -101,6 +101,40 @@ func TestLeaderrunKilledEscapees(t *testing.T) {
 	}
 }
 
+// TestLeaderrunJobKilled kills the whole process group of a process that
+// plays leaderrun with SIGKILL, as a shell's `kill -9 %1` or timeout(1)
+// does: the guard, in a group of its own, survives it and kills all of the
+// command's processes, an escapee included.
+func TestLeaderrunJobKilled(t *testing.T) {
+	t.Parallel()
+	for _, escape := range []string{"", "setsid"} {
+		t.Run(cmpOr(escape, "in the group"), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			helper := exec.Command(testExe)
+			helper.Env = append(testEnv(), "RUNNER_TEST_CHILD=parent", "RUNNER_TEST_DIR="+dir,
+				"RUNNER_TEST_ESCAPE="+escape, "RUNNER_TEST_IGNORE_TERM=1", "RUNNER_TEST_GRACE=1h")
+			helper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			own, err := startOwn(helper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := helper.Process.Pid
+			t.Cleanup(func() { _ = unix.Kill(-job, unix.SIGKILL); _ = own.Wait() })
+			guard := readPid(t, filepath.Join(dir, "guard"))
+			cmd := readPid(t, filepath.Join(dir, "cmd"))
+			grand := readPid(t, filepath.Join(dir, "grand"))
+			if err := unix.Kill(-job, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = own.Wait()
+			waitGone(t, "grandchild", grand)
+			waitGone(t, "command", cmd)
+			waitGone(t, "guard", guard)
+		})
+	}
+}
+
 // TestOrphansAdoptedAndReaped: an orphan of the command (a double fork) is
 // reparented to the guard, not to init, and reaped by it when it exits,
 // while the command's own exit status still reaches leaderrun.
