@@ -207,7 +207,7 @@ func guardFiles() (lifeline, status, launch *os.File, err error) {
 // are caught, not ignored, because an ignored disposition would be
 // inherited by the command across exec: the command keeps the defaults.
 // SIGKILL and SIGSTOP cannot be caught: leaderrun never sends them to the
-// guard while it works.
+// guard while it works, and sends SIGCONT with every SIGKILL.
 func catchSignals() {
 	caught := make(chan os.Signal, 16)
 	for sig := syscall.Signal(1); sig < 32; sig++ {

@@ -142,6 +142,7 @@ func Prepare(cfg Config) (*Prepared, error) {
 			restoreTTOU: func() {},
 			lifeline:    ours[0],
 			status:      ours[1],
+			killed:      make(chan struct{}),
 			done:        make(chan struct{}),
 		},
 	}, nil

@@ -111,6 +111,7 @@ type Process struct {
 	lifeline    *os.File // write end; the guard kills the command's processes when it is closed
 	status      *os.File // read end; the guard writes the command's wait status to it
 
+	killed chan struct{} // closed when SIGKILL is first sent
 	done   chan struct{}
 	result Result
 

@@ -474,3 +474,29 @@ func TestPID1ReapsOrphans(t *testing.T) {
 		t.Fatalf("as PID 1: %v\n%s", err, out)
 	}
 }
+
+// TestKillResumesStoppedGuard: a guard stopped by SIGSTOP (which it cannot
+// catch) is sent SIGCONT with the SIGKILL, and so reports the command's end
+// itself: it is not the guard killed, a few seconds later, for not
+// reporting.
+func TestKillResumesStoppedGuard(t *testing.T) {
+	t.Parallel()
+	r := startChild(t, Config{KillGrace: time.Hour}, "RUNNER_TEST_CHILD=sleep")
+	r.expect(t, "ready")
+	guard := r.p.Pid()
+	t.Cleanup(func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
+	if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the guard to be stopped", func() bool {
+		s, err := readStat(guard)
+		return err == nil && s.state == 'T'
+	})
+	r.p.Stop(0)
+	if res := r.wait(t); res != (Result{ExitCode: -1, Signal: syscall.SIGKILL}) {
+		t.Errorf("Result = %+v, want the command killed by SIGKILL", res)
+	}
+	if log := r.log.String(); strings.Contains(log, "has not reported") {
+		t.Errorf("the guard was killed for not reporting, not resumed:\n%s", log)
+	}
+}
