@@ -5,6 +5,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,11 @@ func TestMain(m *testing.M) {
 //	        into a session of its own: an orphan) or "" (it stays).
 //	        RUNNER_TEST_ARGV (space-separated) runs that program, given the
 //	        pid file as its last argument, instead of "grand"
+//	        RUNNER_TEST_GRAND names the grandchild's mode ("grand" if unset)
+//	hop     write its pid to RUNNER_TEST_PIDFILE, wait until RUNNER_TEST_GO
+//	        exists, start a "grand" child whose pid file is
+//	        RUNNER_TEST_HOP_PIDFILE, wait for that file, and exit 0: the
+//	        middle of a double fork, on cue
 //	spawn   start RUNNER_TEST_ARGV (as "grand" if it is the test binary) in
 //	        a session of its own and exit at once (a double fork's middle)
 //	grand   ignore SIGTERM if RUNNER_TEST_IGNORE_TERM is set, write its pid
@@ -144,6 +150,8 @@ func child(mode string) int {
 			}
 		}
 		return 0
+	case "hop":
+		return hopChild()
 	case "spawn":
 		argv := strings.Fields(os.Getenv("RUNNER_TEST_ARGV"))
 		c := exec.Command(argv[0], argv[1:]...)
@@ -253,7 +261,7 @@ func forkChild() int {
 		}
 	}
 	g := exec.Command(os.Args[0])
-	g.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand")
+	g.Env = append(os.Environ(), "RUNNER_TEST_CHILD="+cmp.Or(os.Getenv("RUNNER_TEST_GRAND"), "grand"))
 	if argv := os.Getenv("RUNNER_TEST_ARGV"); argv != "" {
 		f := append(strings.Fields(argv), pidfile)
 		g = exec.Command(f[0], f[1:]...)
@@ -291,6 +299,36 @@ func forkChild() int {
 	}
 	time.Sleep(childLife)
 	return 0
+}
+
+func hopChild() int {
+	if err := writeFileAtomic(os.Getenv("RUNNER_TEST_PIDFILE"), strconv.Itoa(os.Getpid())); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for end := time.Now().Add(childLife); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(os.Getenv("RUNNER_TEST_GO")); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			return 1
+		}
+	}
+	pidfile := os.Getenv("RUNNER_TEST_HOP_PIDFILE")
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand", "RUNNER_TEST_PIDFILE="+pidfile, "RUNNER_TEST_GO=")
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for end := time.Now().Add(childLife); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(pidfile); err == nil {
+			return 0
+		}
+		if time.Now().After(end) {
+			return 1
+		}
+	}
 }
 
 func parentChild() int {

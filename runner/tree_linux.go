@@ -71,27 +71,40 @@ func (t tree) guardDead() bool {
 	return err != nil || s.state == 'Z' || s.state == 'X'
 }
 
+// testHookListed, when set by a test, is called by members between the
+// listing of /proc and the reading of each process in it.
+var testHookListed func(root int)
+
 // members returns the processes of the tree, running or not, from one walk
 // of /proc.
 func (t tree) members() ([]procStat, error) {
-	procs, err := scanProcs()
+	pids, err := listProcs()
 	if err != nil {
 		return nil, err
 	}
+	if testHookListed != nil {
+		testHookListed(t.root)
+	}
+	procs := readProcs(pids)
 	// After the walk: a guard that died during it had its children
 	// reparented to leaderrun before it was seen dead.
 	adopter, own := 0, (*reaper)(nil)
 	if t.guardDead() {
 		adopter, own = adoptedBy()
 	}
-	return treeMembers(t.root, procs, adopter, own.isOwn), nil
+	return treeMembers(t.root, procs, adopter, own.isOwn, readStat), nil
 }
 
 // treeMembers picks the processes of the tree rooted at root out of procs,
 // one walk of /proc: the members of group root, root's descendants and,
 // with adopter set (the guard has died), the descendants of adopter's
-// children that are not its own.
-func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bool) []procStat {
+// children that are not its own. A process whose parent is missing from
+// procs is read again (reread): its parent exited and was reaped while the
+// walk read others, after the process had been reparented (to the guard,
+// or to leaderrun), and read again it names its new parent. procs is
+// updated with what is read again.
+func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bool,
+	reread func(pid int) (procStat, error)) []procStat {
 	at := make(map[int]int, len(procs)) // pid → index in procs
 	for i, p := range procs {
 		at[p.pid] = i
@@ -100,6 +113,7 @@ func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bo
 	if adopter > 0 {
 		below[adopter] = false
 	}
+	reread1 := map[int]bool{} // read again already
 	var path []int
 	inTree := func(pid int) bool {
 		path = path[:0]
@@ -122,6 +136,15 @@ func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bo
 			if p.ppid <= 0 {
 				break // init, or the kernel's threads
 			}
+			_, known := at[p.ppid]
+			_, memo := below[p.ppid]
+			if !known && !memo && !reread1[pid] {
+				reread1[pid] = true
+				if s, err := reread(pid); err == nil && s.start == p.start && s.ppid != p.ppid {
+					procs[i] = s
+					continue // the same process, under its new parent
+				}
+			}
 			path = append(path, pid)
 			pid = p.ppid
 		}
@@ -131,21 +154,25 @@ func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bo
 		return in
 	}
 	var out []procStat
-	for _, p := range procs {
+	for i := range procs {
+		p := procs[i]
 		if p.pid != root && (p.pgrp == root || inTree(p.pid)) {
-			out = append(out, p)
+			out = append(out, procs[i])
 		}
 	}
 	return out
 }
 
 // alive reports whether a process of the tree still has a running thread.
+// Two walks of /proc must find none in a row: a process that forked and
+// exited while one walk read others (the middle of a double fork) shows
+// its child to the next.
 func (t tree) alive() bool {
 	if !procUsable() {
 		g := groupWatch{pgid: t.root}
 		return g.alive()
 	}
-	return t.look()
+	return t.look() || t.look()
 }
 
 // look is one look at the tree: whether the group has a member (the guard

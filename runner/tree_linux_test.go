@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -164,7 +166,9 @@ func TestOrphansAdoptedAndReaped(t *testing.T) {
 
 // TestTreeMembers picks the command's processes out of one walk of /proc:
 // the group's members, the guard's descendants and, once the guard has
-// died, what leaderrun adopted (not its own children).
+// died, what leaderrun adopted (not its own children); a process whose
+// parent the walk missed (it exited and was reaped while the walk read
+// others, after the process was reparented) is read again.
 func TestTreeMembers(t *testing.T) {
 	t.Parallel()
 	const (
@@ -177,10 +181,24 @@ func TestTreeMembers(t *testing.T) {
 	walk := []procStat{
 		p(1, 0, 1), p(l, 1, l), p(root, l, l), p(60, l, 60), // init, leaderrun, the guard, a health check's shell
 		p(101, root, root), p(102, 101, 102), // the command, a grandchild in a session of its own
+		p(103, 55, 103),                  // read before its parent 55, which exited and was reaped before it was read
 		p(104, 1, root),                  // a member of the group elsewhere (init's: its reaper was not the guard)
 		p(200, 1, 200), p(201, 200, 200), // another service
 		p(300, l, 300), p(301, 300, 300), // adopted by leaderrun: once the guard has died, the command's
-		p(61, 60, 60), // the health check's
+		p(61, 60, 60),    // the health check's
+		p(400, 399, 400), // its parent missing too, but not reparented since (another namespace's, say)
+		p(500, 499, 500), // read again, it is another process: a reused pid
+	}
+	again := map[int]procStat{
+		103: p(103, root, 103),
+		400: p(400, 399, 400),
+		500: {pid: 500, ppid: root, pgrp: 500, state: 'S', threads: 1, start: 9999},
+	}
+	reread := func(pid int) (procStat, error) {
+		if s, ok := again[pid]; ok {
+			return s, nil
+		}
+		return procStat{}, fs.ErrNotExist
 	}
 	own := func(pid int) bool { return pid == root || pid == 60 }
 	pids := func(procs []procStat) []int {
@@ -195,13 +213,56 @@ func TestTreeMembers(t *testing.T) {
 		adopter int
 		want    []int
 	}{
-		{"guard alive", 0, []int{101, 102, 104}},
-		{"guard dead", l, []int{101, 102, 104, 300, 301}},
+		{"guard alive", 0, []int{101, 102, 103, 104}},
+		{"guard dead", l, []int{101, 102, 103, 104, 300, 301}},
 	} {
-		got := pids(treeMembers(root, slices.Clone(walk), tt.adopter, own))
+		got := pids(treeMembers(root, slices.Clone(walk), tt.adopter, own, reread))
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: members %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestDaemonDuringWalk: a process of the command outside its group forks
+// and exits (the middle of a double fork) after a walk of /proc has listed
+// the processes and before it reads that one: the walk finds it gone and
+// never lists its child, and finds nothing running. One empty walk must not
+// end the wait for the command's processes: the next lists the child, which
+// must be stopped. Not parallel: it sets testHookListed.
+func TestDaemonDuringWalk(t *testing.T) {
+	dir := t.TempDir()
+	hop, daemon, goFile := filepath.Join(dir, "hop"), filepath.Join(dir, "daemon"), filepath.Join(dir, "go")
+	var once sync.Once
+	testHookListed = func(int) {
+		// The first walk is the one that looks for what the command left.
+		once.Do(func() {
+			h, err := os.ReadFile(hop)
+			if err != nil {
+				return
+			}
+			pid, _ := strconv.Atoi(string(h))
+			if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+				return
+			}
+			for end := time.Now().Add(within); time.Now().Before(end) && !gone(pid); {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	t.Cleanup(func() { testHookListed = nil })
+	r := startChild(t, Config{KillGrace: 300 * time.Millisecond}, "RUNNER_TEST_CHILD=fork", "RUNNER_TEST_ESCAPE=setsid",
+		"RUNNER_TEST_GRAND=hop", "RUNNER_TEST_PIDFILE="+hop, "RUNNER_TEST_HOP_PIDFILE="+daemon, "RUNNER_TEST_GO="+goFile,
+		"RUNNER_TEST_IGNORE_TERM=1", "RUNNER_TEST_THEN=exit")
+	r.expect(t, "ready")
+	r.wait(t)
+	d := readPid(t, daemon)
+	t.Cleanup(func() {
+		if !gone(d) {
+			_ = unix.Kill(d, unix.SIGKILL)
+		}
+	})
+	if !gone(d) {
+		t.Errorf("the daemon %d, started during a walk, still runs after Done", d)
 	}
 }
 
