@@ -152,8 +152,8 @@ func (p *Process) drain() {
 		p.killRoundLocked()
 	}
 	if !awaitEmpty(p.procs, killedAt, kill) {
-		p.log.Warn("processes of the command remain after SIGKILL; giving up waiting for them",
-			"pgid", p.pgid, "waited", time.Since(killedAt()).Round(time.Millisecond))
+		p.log.Warn("processes of the command still run after SIGKILL; giving up on them: they run on, unleased",
+			"pgid", p.pgid, "pids", p.procs.left(), "waited", time.Since(killedAt()).Round(time.Millisecond))
 		return
 	}
 	p.log.Log(level, "stopped processes the command left running",

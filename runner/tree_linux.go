@@ -195,6 +195,25 @@ func (t tree) look() bool {
 	return false
 }
 
+// left returns the pids of the tree's processes that still run, for a log
+// line.
+func (t tree) left() []int {
+	if !procUsable() {
+		return nil
+	}
+	members, err := t.members()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, m := range members {
+		if m.running() {
+			pids = append(pids, m.pid)
+		}
+	}
+	return pids
+}
+
 // signal sends sig to every running process of the tree: to the group as a
 // whole, then to each process outside it. While the guard is in the group,
 // SIGKILL goes to each member instead, sparing the guard, which must

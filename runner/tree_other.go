@@ -29,6 +29,9 @@ func (t tree) alive() bool {
 	return g.alive()
 }
 
+// left returns nothing: without /proc the members are not listed.
+func (t tree) left() []int { return nil }
+
 // signal sends sig to the whole group, the guard included while it is in
 // it.
 func (t tree) signal(sig syscall.Signal) error { return signalGroup(t.root, sig) }
