@@ -351,9 +351,9 @@ func runCommand(g *gate, path string, argv, env []string) (code int, sig syscall
 // leaderrun to kill what it leaves. A group leader cannot start a group of
 // its own, and a process can only join a group that exists: the anchor,
 // leaderrun re-executed in a group of its own, makes one, which the guard
-// joins; the anchor then exits (at the end of its standard input) and the
-// group stays the guard's alone, its id unusable by any other process while
-// the guard is in it.
+// joins; the anchor is then killed and reaped, before the command's end
+// can be reported, and the group stays the guard's alone, its id unusable
+// by any other process while the guard is in it.
 func leaveGroup(orphans *reaper) error {
 	self, err := selfExe()
 	if err != nil {
@@ -387,14 +387,21 @@ func leaveGroup(orphans *reaper) error {
 	}()
 	// The anchor waits for the end of its input, which comes after this:
 	// its group is there to join.
-	if err := unix.Setpgid(0, anchor.Process.Pid); err != nil {
+	err = unix.Setpgid(0, anchor.Process.Pid)
+	// Then it goes at once (by pid: an unreaped child), before the guard
+	// can report the command's end: leaderrun would count it among what the
+	// command left running.
+	_ = anchor.Process.Kill()
+	<-reaped
+	if err != nil {
 		return fmt.Errorf("runner: leave the command's process group: %w", err)
 	}
 	return nil
 }
 
 // runAnchor is the guard's anchor (see leaveGroup): it waits for the end
-// of its standard input.
+// of its standard input (the guard's end, if the guard dies before it
+// kills it).
 func runAnchor() int {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
