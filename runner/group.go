@@ -34,6 +34,12 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return fmt.Errorf("runner: send %v to process group %d: %w", sig, pgid, err)
 }
 
+// groupHasMember reports whether process group pgid has a member, a
+// zombie included (kill(2) finds one; EPERM: one of another user's).
+func groupHasMember(pgid int) bool {
+	return !errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
+}
+
 // groupWatch tells whether a process group still has a running member
 // (alive: group_linux.go, group_other.go).
 type groupWatch struct {

@@ -209,11 +209,11 @@ func (c HealthConfig) check(ctx context.Context) checkResult {
 	}
 	// The shell stays unreaped until its group has been killed and has
 	// emptied, so that its pid, the group's id, cannot be reused meanwhile.
-	// As PID 1, leaderrun's reaper leaves it to reapShell.
+	// leaderrun's reaper leaves it to reapShell.
 	var exited <-chan struct{}
 	var reap func()
 	reaped := make(chan struct{})
-	err = pid1Reaper().start(func() (int, <-chan struct{}, error) {
+	err = ownReaper().start(func() (int, <-chan struct{}, error) {
 		var err error
 		if exited, reap, err = pdeath.StartUnreaped(cmd); err != nil {
 			return 0, nil, err

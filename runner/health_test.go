@@ -397,7 +397,7 @@ func TestHealthOutputNotPassedOn(t *testing.T) {
 	cmd.Env = append(testEnv(), "RUNNER_TEST_CHILD=health", "RUNNER_TEST_HEALTH_CMD=echo out; echo err >&2; exit 1")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := runOwn(cmd); err != nil {
 		t.Fatalf("%v; stderr: %s", err, stderr.String())
 	}
 	if want := "unhealthy \"out\\nerr\"\n"; stdout.String() != want || stderr.Len() != 0 {

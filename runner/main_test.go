@@ -5,6 +5,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,6 +77,11 @@ func TestMain(m *testing.M) {
 //	        into a session of its own: an orphan) or "" (it stays).
 //	        RUNNER_TEST_ARGV (space-separated) runs that program, given the
 //	        pid file as its last argument, instead of "grand"
+//	        RUNNER_TEST_GRAND names the grandchild's mode ("grand" if unset)
+//	hop     write its pid to RUNNER_TEST_PIDFILE, wait until RUNNER_TEST_GO
+//	        exists, start a "grand" child whose pid file is
+//	        RUNNER_TEST_HOP_PIDFILE, wait for that file, and exit 0: the
+//	        middle of a double fork, on cue
 //	spawn   start RUNNER_TEST_ARGV (as "grand" if it is the test binary) in
 //	        a session of its own and exit at once (a double fork's middle)
 //	grand   ignore SIGTERM if RUNNER_TEST_IGNORE_TERM is set, write its pid
@@ -143,6 +150,8 @@ func child(mode string) int {
 			}
 		}
 		return 0
+	case "hop":
+		return hopChild()
 	case "spawn":
 		argv := strings.Fields(os.Getenv("RUNNER_TEST_ARGV"))
 		c := exec.Command(argv[0], argv[1:]...)
@@ -252,7 +261,7 @@ func forkChild() int {
 		}
 	}
 	g := exec.Command(os.Args[0])
-	g.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand")
+	g.Env = append(os.Environ(), "RUNNER_TEST_CHILD="+cmp.Or(os.Getenv("RUNNER_TEST_GRAND"), "grand"))
 	if argv := os.Getenv("RUNNER_TEST_ARGV"); argv != "" {
 		f := append(strings.Fields(argv), pidfile)
 		g = exec.Command(f[0], f[1:]...)
@@ -290,6 +299,36 @@ func forkChild() int {
 	}
 	time.Sleep(childLife)
 	return 0
+}
+
+func hopChild() int {
+	if err := writeFileAtomic(os.Getenv("RUNNER_TEST_PIDFILE"), strconv.Itoa(os.Getpid())); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for end := time.Now().Add(childLife); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(os.Getenv("RUNNER_TEST_GO")); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			return 1
+		}
+	}
+	pidfile := os.Getenv("RUNNER_TEST_HOP_PIDFILE")
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), "RUNNER_TEST_CHILD=grand", "RUNNER_TEST_PIDFILE="+pidfile, "RUNNER_TEST_GO=")
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for end := time.Now().Add(childLife); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(pidfile); err == nil {
+			return 0
+		}
+		if time.Now().After(end) {
+			return 1
+		}
+	}
 }
 
 func parentChild() int {
@@ -505,11 +544,67 @@ func writeFileAtomic(path, data string) error {
 	return os.Rename(tmp, path)
 }
 
+// ownCmd is a process the test binary starts itself (a helper, gcc),
+// registered with its reaper: once a guard has been prepared, the test
+// binary, as leaderrun does, is the child subreaper of its descendants and
+// reaps every child it did not register (see ownReaper), which would take
+// the exit status from its Wait, and counts such a child among the
+// command's processes once that command's guard has died.
+type ownCmd struct {
+	*exec.Cmd
+	reaped chan struct{}
+	once   sync.Once
+	err    error
+}
+
+// startOwn starts c, registered with the test binary's reaper; the caller
+// must Wait for it.
+func startOwn(c *exec.Cmd) (*ownCmd, error) {
+	o := &ownCmd{Cmd: c, reaped: make(chan struct{})}
+	err := ownReaper().start(func() (int, <-chan struct{}, error) {
+		if err := c.Start(); err != nil {
+			return 0, nil, err
+		}
+		return c.Process.Pid, o.reaped, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Wait is c.Wait, once; later calls return what the first did.
+func (o *ownCmd) Wait() error {
+	o.once.Do(func() {
+		o.err = o.Cmd.Wait()
+		close(o.reaped)
+	})
+	return o.err
+}
+
+// runOwn is c.Run, registered with the test binary's reaper.
+func runOwn(c *exec.Cmd) error {
+	o, err := startOwn(c)
+	if err != nil {
+		return err
+	}
+	return o.Wait()
+}
+
+// combinedOutputOwn is c.CombinedOutput, registered with the test binary's
+// reaper.
+func combinedOutputOwn(c *exec.Cmd) ([]byte, error) {
+	var b lockedBuffer
+	c.Stdout, c.Stderr = &b, &b
+	err := runOwn(c)
+	return []byte(b.String()), err
+}
+
 // startHelper starts the test binary as a helper that plays leaderrun (env
 // says how) and returns it with the read end of its stderr, which whatever
 // it starts (the guard, the command, a grandchild) shares: reading it ends
 // when the last of them has gone. The helper is killed at cleanup.
-func startHelper(t *testing.T, env ...string) (*exec.Cmd, *os.File) {
+func startHelper(t *testing.T, env ...string) (*ownCmd, *os.File) {
 	t.Helper()
 	helper := exec.Command(testExe)
 	helper.Env = append(testEnv(), env...)
@@ -518,12 +613,12 @@ func startHelper(t *testing.T, env ...string) (*exec.Cmd, *os.File) {
 		t.Fatal(err)
 	}
 	helper.Stderr = w
-	err = helper.Start()
+	own, err := startOwn(helper)
 	w.Close()
 	if err != nil {
 		stderr.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait() })
-	return helper, stderr
+	t.Cleanup(func() { _ = own.Process.Kill(); _ = own.Wait() })
+	return own, stderr
 }

@@ -70,13 +70,9 @@ func Prepare(cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The guard is leaderrun's own binary: /proc/self/exe names it even if
-	// its file was replaced or removed since.
-	self := "/proc/self/exe"
-	if runtime.GOOS != "linux" {
-		if self, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("runner: find leaderrun's own executable: %w", err)
-		}
+	self, err := selfExe()
+	if err != nil {
+		return nil, err
 	}
 	name := "leaderrun" // the guard's argv[0], as leaderrun's (see RunGuard)
 	if len(os.Args) > 0 && os.Args[0] != "" {
@@ -114,10 +110,10 @@ func Prepare(cfg Config) (*Prepared, error) {
 		ExtraFiles:  theirs[:], // fds 3, 4 and 5 in the guard
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// As PID 1, leaderrun reaps orphans, but never the guard: its waiter is
+	// leaderrun reaps the orphans it adopts, never the guard: its waiter is
 	// dismissGuard.
 	guardReaped := make(chan struct{})
-	err = pid1Reaper().start(func() (int, <-chan struct{}, error) {
+	err = ownReaper().start(func() (int, <-chan struct{}, error) {
 		if err := guard.Start(); err != nil {
 			return 0, nil, err
 		}
@@ -146,9 +142,24 @@ func Prepare(cfg Config) (*Prepared, error) {
 			restoreTTOU: func() {},
 			lifeline:    ours[0],
 			status:      ours[1],
+			killed:      make(chan struct{}),
 			done:        make(chan struct{}),
 		},
 	}, nil
+}
+
+// selfExe names leaderrun's own binary, which the guard and its anchor
+// are: /proc/self/exe on Linux, which names it even if its file was
+// replaced or removed since, os.Executable elsewhere.
+func selfExe() (string, error) {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("runner: find leaderrun's own executable: %w", err)
+	}
+	return self, nil
 }
 
 func closeFiles(files []*os.File) {

@@ -68,21 +68,38 @@ func parseStat(pid int, b []byte) (procStat, error) {
 // scanProcs reads every process's stat. Processes that vanish while it
 // reads are left out.
 func scanProcs() ([]procStat, error) {
+	pids, err := listProcs()
+	if err != nil {
+		return nil, err
+	}
+	return readProcs(pids), nil
+}
+
+// listProcs lists the pids in /proc.
+func listProcs() ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	procs := make([]procStat, 0, len(entries))
+	pids := make([]int, 0, len(entries))
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
 		}
+	}
+	return pids, nil
+}
+
+// readProcs reads the stat of each of pids; those that have vanished are
+// left out.
+func readProcs(pids []int) []procStat {
+	procs := make([]procStat, 0, len(pids))
+	for _, pid := range pids {
 		if s, err := readStat(pid); err == nil {
 			procs = append(procs, s)
 		}
 	}
-	return procs, nil
+	return procs
 }
 
 // procUsable reports whether /proc shows this process under its own pid: a

@@ -111,6 +111,7 @@ type Process struct {
 	lifeline    *os.File // write end; the guard kills the command's processes when it is closed
 	status      *os.File // read end; the guard writes the command's wait status to it
 
+	killed chan struct{} // closed when SIGKILL is first sent
 	done   chan struct{}
 	result Result
 
@@ -129,21 +130,37 @@ type Process struct {
 // started) followed by Launch(cfg.Env).
 //
 // The group is led by a guard (leaderrun re-executed, see RunGuard) whose
-// child is the command. Promises and limits:
+// child is the command, until the command has started: the guard then
+// moves to a process group of its own, neither the command's nor
+// leaderrun's. Promises and limits:
 //   - On Linux every signal reaches every descendant of the command, in
 //     whatever process group or session (a setsid daemon, a double fork,
 //     what timeout(1) or nohup started in a group of its own): the guard is
 //     their child subreaper, so an orphan among them is reparented to it,
 //     never to init. A process handed to another service (systemd-run, a
 //     job queue's daemon) is not a descendant and is out of reach.
+//   - Every signal reaches the command's group as a whole, which the kernel
+//     delivers to every member at once, forks in progress included. On
+//     Linux the processes outside the group are found in /proc: one that
+//     forks and exits without pause (a new pid every few hundred
+//     microseconds) can stay out of sight there, as it cannot in the group.
 //   - Elsewhere (macOS) every signal goes to the command's process group,
 //     pipelines and grandchildren included; processes that leave it
 //     (setsid, setpgid: daemons) are out of reach.
+//   - No signal to the command's group (its own `kill 0`, any stop signal)
+//     nor to leaderrun's (`kill -9 %1`, timeout(1)) reaches the guard once
+//     the command has started, and the guard catches every signal that can
+//     be caught; with SIGKILL, leaderrun sends it SIGCONT (SIGSTOP cannot be
+//     caught).
 //   - If leaderrun dies, even by SIGKILL, the guard at once sends SIGKILL to
-//     all of them, on every Unix system. On Linux the command also has a
-//     parent-death signal (SIGKILL) bound to the guard, so it cannot outlive
-//     a guard killed alone; elsewhere leaderrun stops it as a leftover.
-//     The orphans a guard killed alone had adopted go to init.
+//     all of them, on every Unix system, or, if the command had not started
+//     yet, never starts it. On Linux the command also has a parent-death
+//     signal (SIGKILL) bound to the guard, so it cannot outlive a guard
+//     killed alone, and what the guard had adopted is reparented to
+//     leaderrun, itself a child subreaper, which stops it with the rest;
+//     elsewhere leaderrun stops the command as a leftover. Killing both
+//     leaderrun and its guard at once (pkill -9 leaderrun) leaves what left
+//     the command's group to init.
 //   - When the command exits, what it left running is stopped (stop
 //     signal, grace, SIGKILL) before Done, still covered by the guard.
 //   - If Stdin is the controlling terminal and leaderrun's group holds its
@@ -162,14 +179,17 @@ func Start(cfg Config) (*Process, error) {
 }
 
 // Pid returns the id of the command's process group, which is also the pid
-// of its leader, the guard.
+// of the guard, its leader until the command has started.
 func (p *Process) Pid() int { return p.pgid }
 
 // Done is closed when the command has exited and none of its processes
 // runs any more (on Linux: none of its descendants, in any group; a zombie
 // counts as gone only when no thread of it runs), or, SIGKILL sent, some
 // still there after a few seconds (processes stuck in the kernel: they die
-// as soon as they leave it).
+// as soon as they leave it; processes of another user, which an
+// unprivileged leaderrun cannot signal: they run on). A guard that has not
+// reported the command's end a few seconds after SIGKILL is killed, and
+// Done follows a few seconds later at most.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Result returns how the command ended. It waits for Done.

@@ -278,7 +278,7 @@ func TestGuardRefusesToRunByHand(t *testing.T) {
 			cmd := exec.Command(testExe, append([]string{guardArg}, tt.args...)...)
 			cmd.Env = testEnv()
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: tt.name != "not a group leader"}
-			out, err := cmd.CombinedOutput()
+			out, err := combinedOutputOwn(cmd)
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != guardFailed {
 				t.Fatalf("err = %v, want exit status %d", err, guardFailed)

@@ -16,11 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stop asks the command's processes to stop: the stop signal now, then SIGCONT (so that a
-// stopped group can act on it), SIGKILL after grace (grace <= 0: now). It
-// does not wait: use Done. Only the first call sends the stop signal; a
-// later one may bring SIGKILL forward, never back. After Done it does
-// nothing.
+// Stop asks the command's processes to stop: the stop signal now, then
+// SIGCONT (so that a stopped group can act on it), SIGKILL after grace
+// (grace <= 0: now), with SIGCONT to the guard. It does not wait: use Done.
+// Only the first call sends the stop signal; a later one may bring SIGKILL
+// forward, never back. After Done it does nothing.
 func (p *Process) Stop(grace time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -63,14 +63,29 @@ func (p *Process) HandleSignal(sig os.Signal) {
 }
 
 // sendLocked sends sig to every process of the command unless they are
-// gone; the first failure is logged.
+// gone; the first failure is logged. The usual one is EPERM: a process
+// that changed its user (sudo, a setuid program) is out of reach of an
+// unprivileged leaderrun. It is then waited for, SIGKILL sent again and
+// again, until killWait after the first SIGKILL, then given up on (drain).
 func (p *Process) sendLocked(sig syscall.Signal) {
 	if p.gone {
 		return
 	}
 	if err := p.procs.signal(sig); err != nil && !p.signalErr {
 		p.signalErr = true
-		p.log.Warn("could not signal every process of the command", "pgid", p.pgid, "signal", sig, "error", err)
+		p.log.Warn("could not signal every process of the command; one that cannot be signalled is given up on after SIGKILL, and runs on",
+			"pgid", p.pgid, "signal", sig, "error", err, "give_up_after", killWait)
+	}
+}
+
+// killRoundLocked sends SIGKILL to every process of the command, and
+// SIGCONT to the guard: stopped by SIGSTOP (which it cannot catch: sent to
+// it, or to the command's group while it was there), it could neither
+// report the command's end nor reap what it adopted.
+func (p *Process) killRoundLocked() {
+	p.sendLocked(syscall.SIGKILL)
+	if !p.gone {
+		_ = p.guard.Process.Signal(syscall.SIGCONT) // its pidfd: never another process
 	}
 }
 
@@ -132,9 +147,10 @@ func (p *Process) killLocked() {
 		if p.killTimer != nil {
 			p.killTimer.Stop()
 		}
+		close(p.killed)
 		p.log.Debug("sending SIGKILL to the command's processes", "pgid", p.pgid)
 	}
-	p.sendLocked(syscall.SIGKILL)
+	p.killRoundLocked()
 }
 
 // SetKillDeadline hands the guard a deadline by which the command's

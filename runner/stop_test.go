@@ -331,3 +331,20 @@ func TestGuardKilledAlone(t *testing.T) {
 		t.Errorf("the grandchild %d still runs after Done", grand)
 	}
 }
+
+// TestNothingLeftByAQuickCommand: a command that exits at once and leaves
+// nothing running has nothing stopped after it (no warning): what the guard
+// starts to leave the command's group (its anchor) is gone before the
+// guard reports the command's end.
+func TestNothingLeftByAQuickCommand(t *testing.T) {
+	t.Parallel()
+	for i := range 5 {
+		r := startChild(t, Config{Argv: []string{"/bin/sh", "-c", "exit 3"}})
+		if res := r.wait(t); res != (Result{ExitCode: 3}) {
+			t.Errorf("run %d: Result = %+v, want exit 3", i, res)
+		}
+		if log := r.log.String(); strings.Contains(log, "left running") {
+			t.Fatalf("run %d: something was stopped after a command that left nothing:\n%s", i, log)
+		}
+	}
+}

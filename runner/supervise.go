@@ -15,21 +15,16 @@ import (
 )
 
 func (p *Process) supervise() {
-	// The command's wait status, as the guard reports it.
-	var res Result
-	reported := false
-	if line, err := bufio.NewReader(p.status).ReadString('\n'); err == nil {
-		res, reported = parseStatus(line)
-	}
-	// A subreaper stays until the command's processes are gone, as their
-	// reaper, and one that died before reporting stays unreaped until then:
-	// its pid, the root of the command's processes, cannot be reused
-	// meanwhile, and a zombie is not counted among them. Without a
-	// subreaper, the guard leaves the group before it reports, so that the
-	// group holds only the command's leftovers: one that did not report has
+	res, reported := p.awaitReport()
+	// On Linux the guard stays until the command's processes are gone, as
+	// their subreaper, and one that died before reporting stays unreaped
+	// until then: its pid, the root of the command's processes, cannot be
+	// reused meanwhile, and it is not counted among them. Elsewhere the
+	// guard leaves the group once the command has started, so that the
+	// group holds only the command's processes: one that did not report has
 	// died, one still in the group could not leave: reap it now, or it
 	// counts as one.
-	if !guardIsSubreaper {
+	if !treeWalks {
 		if pg, err := unix.Getpgid(p.pgid); !reported || err != nil || pg == p.pgid {
 			p.dismissGuard()
 		}
@@ -68,6 +63,48 @@ func (p *Process) supervise() {
 	// covers nothing but it.
 	p.dismissGuard()
 	p.lifeline.Close()
+}
+
+// awaitReport reads the command's wait status, as the guard reports it;
+// reported is false when the guard died first. Once SIGKILL has been sent
+// it sends it again every pollInterval, with SIGCONT to the guard, and a
+// guard that still has not reported killWait after the first SIGKILL (stuck
+// itself, or waiting for a command stuck in the kernel) is killed: the
+// command's processes are then those of a guard killed alone.
+func (p *Process) awaitReport() (res Result, reported bool) {
+	lines := make(chan string, 1)
+	go func() {
+		line, err := bufio.NewReader(p.status).ReadString('\n')
+		if err != nil {
+			line = ""
+		}
+		lines <- line
+	}()
+	killed := p.killed
+	var tick <-chan time.Time
+	guardKilled := false
+	for {
+		select {
+		case line := <-lines:
+			return parseStatus(line)
+		case <-killed:
+			killed = nil
+			ticker := time.NewTicker(pollInterval)
+			defer ticker.Stop()
+			tick = ticker.C
+		case <-tick:
+			p.mu.Lock()
+			p.killRoundLocked()
+			waited := time.Since(p.killedAt)
+			p.mu.Unlock()
+			if waited > killWait && !guardKilled {
+				guardKilled = true
+				p.log.Warn("the guard has not reported the command's end after SIGKILL; killing it",
+					"pgid", p.pgid, "waited", waited.Round(time.Millisecond))
+				_ = p.guard.Process.Kill() // left unreaped: see supervise
+			}
+		}
+	}
 }
 
 // dismissGuard kills the guard (by pid: an unreaped child's pid cannot have
@@ -112,11 +149,11 @@ func (p *Process) drain() {
 	kill := func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.sendLocked(syscall.SIGKILL)
+		p.killRoundLocked()
 	}
 	if !awaitEmpty(p.procs, killedAt, kill) {
-		p.log.Warn("processes of the command remain after SIGKILL; giving up waiting for them",
-			"pgid", p.pgid, "waited", time.Since(killedAt()).Round(time.Millisecond))
+		p.log.Warn("processes of the command still run after SIGKILL; giving up on them: they run on, unleased",
+			"pgid", p.pgid, "pids", p.procs.left(), "waited", time.Since(killedAt()).Round(time.Millisecond))
 		return
 	}
 	p.log.Log(level, "stopped processes the command left running",

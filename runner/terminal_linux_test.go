@@ -73,7 +73,7 @@ func testTerminalForeground(t *testing.T, prepare bool) {
 		t.Fatal(err)
 	}
 	helper.Stderr = stderr
-	err = helper.Start()
+	own, err := startOwn(helper)
 	w.Close()
 	pts.Close()
 	if err != nil {
@@ -83,7 +83,7 @@ func testTerminalForeground(t *testing.T, prepare bool) {
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {
-		waitErr = helper.Wait()
+		waitErr = own.Wait()
 		close(exited)
 	}()
 	t.Cleanup(func() {
@@ -176,7 +176,7 @@ func TestTerminalTostop(t *testing.T) {
 		t.Fatal(err)
 	}
 	shell.Stderr = stderr
-	err = shell.Start()
+	own, err := startOwn(shell)
 	w.Close()
 	pts.Close()
 	if err != nil {
@@ -186,7 +186,7 @@ func TestTerminalTostop(t *testing.T) {
 	exited := make(chan struct{})
 	var waitErr error
 	go func() {
-		waitErr = shell.Wait()
+		waitErr = own.Wait()
 		close(exited)
 	}()
 	t.Cleanup(func() {

@@ -2,7 +2,9 @@ package runner
 
 // The command's processes on Linux: the guard is the child subreaper of
 // the command's whole subtree, so every descendant of the command, in
-// whatever process group or session, stays a descendant of the guard.
+// whatever process group or session, stays a descendant of the guard; and
+// leaderrun is the child subreaper of its own descendants, so that what a
+// guard killed alone had adopted comes to leaderrun.
 
 import (
 	"errors"
@@ -12,13 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardIsSubreaper: the guard adopts the command's orphans and stays in the
-// command's process group until it is dismissed; SIGKILL goes to each
-// process, never to the group, which holds the guard.
-const guardIsSubreaper = true
+// treeWalks: the command's processes are found in /proc, beyond its group;
+// the guard, their subreaper, stays until it is dismissed.
+const treeWalks = true
 
-// becomeSubreaper makes this process (the guard) the child subreaper of
-// its descendants: an orphan among them is reparented to it, never to init.
+// becomeSubreaper makes this process (the guard, leaderrun) the child
+// subreaper of its descendants: an orphan among them is reparented to it,
+// never to init.
 func becomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("runner: become the child subreaper: %w", err)
@@ -26,46 +28,125 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// tree is the command's processes: every descendant of the guard (root,
-// also the process group's id) and every member of its group, the guard
-// itself excepted. A stop signals each of them; the tree is empty when none
+// tree is the command's processes: every member of its process group, every
+// descendant of the guard (root, whose pid is the group's id), the guard
+// itself excepted, and, once the guard has died (killed alone: the OOM
+// killer, an operator), every process leaderrun adopted since (see
+// ownReaper) and their descendants: the orphans the guard had adopted come
+// to leaderrun, and leaderrun's own children (guards, health checks) are
+// not among them. A stop signals each of them; the tree is empty when none
 // has a thread that runs.
+//
+// Once the command has started, the guard is out of the group (see
+// leaveGroup): every signal goes to the group as a whole, which the kernel
+// delivers to every member at once, forks included, and the group is empty
+// when kill(2) finds no member; /proc is walked for the processes outside
+// it. While the guard is in the group, stop signals go to the group (the
+// guard catches them) and SIGKILL to each member but the guard.
 //
 // Processes found in /proc are signalled through a pidfd opened before
 // their stat line is read again: a process that died meanwhile, its pid
 // reused, is left alone. Without a usable /proc (a pid namespace that did
 // not mount its own), the tree falls back to the group: signals go to it
-// as a whole, the guard included.
+// as a whole, the guard included while it is there.
 type tree struct {
-	root int
+	root  int
+	guard bool // this process is the guard; otherwise leaderrun, its parent
 }
 
-// members returns the processes of the tree, running or not.
+// guardInGroup reports whether the guard is (still) in the command's group.
+// It leaves the group once, never to come back.
+func (t tree) guardInGroup() bool {
+	pg, err := unix.Getpgid(t.root)
+	return err == nil && pg == t.root
+}
+
+// guardDead reports, in leaderrun, whether the guard has died (it is
+// leaderrun's child, reaped only once the tree is no longer used).
+func (t tree) guardDead() bool {
+	if t.guard {
+		return false
+	}
+	s, err := readStat(t.root)
+	return err != nil || s.state == 'Z' || s.state == 'X'
+}
+
+// testHookListed, when set by a test, is called by members between the
+// listing of /proc and the reading of each process in it.
+var testHookListed func(root int)
+
+// members returns the processes of the tree, running or not, from one walk
+// of /proc.
 func (t tree) members() ([]procStat, error) {
-	procs, err := scanProcs()
+	pids, err := listProcs()
 	if err != nil {
 		return nil, err
 	}
-	parent := make(map[int]int, len(procs))
-	for _, p := range procs {
-		parent[p.pid] = p.ppid
+	if testHookListed != nil {
+		testHookListed(t.root)
 	}
-	below := map[int]bool{t.root: true} // memo: pid is the root or below it
+	procs := readProcs(pids)
+	// After the walk: a guard that died during it had its children
+	// reparented to leaderrun before it was seen dead.
+	adopter, own := 0, (*reaper)(nil)
+	if t.guardDead() {
+		adopter, own = adoptedBy()
+	}
+	return treeMembers(t.root, procs, adopter, own.isOwn, readStat), nil
+}
+
+// treeMembers picks the processes of the tree rooted at root out of procs,
+// one walk of /proc: the members of group root, root's descendants and,
+// with adopter set (the guard has died), the descendants of adopter's
+// children that are not its own. A process whose parent is missing from
+// procs is read again (reread): its parent exited and was reaped while the
+// walk read others, after the process had been reparented (to the guard,
+// or to leaderrun), and read again it names its new parent. procs is
+// updated with what is read again.
+func treeMembers(root int, procs []procStat, adopter int, isOwn func(pid int) bool,
+	reread func(pid int) (procStat, error)) []procStat {
+	at := make(map[int]int, len(procs)) // pid → index in procs
+	for i, p := range procs {
+		at[p.pid] = i
+	}
+	below := map[int]bool{root: true} // memo: pid is the root or below it
+	if adopter > 0 {
+		below[adopter] = false
+	}
+	reread1 := map[int]bool{} // read again already
 	var path []int
 	inTree := func(pid int) bool {
 		path = path[:0]
 		in := false
-		for {
+		for len(path) <= len(procs) {
 			if v, ok := below[pid]; ok {
 				in = v
 				break
 			}
-			pp, ok := parent[pid]
-			if !ok || pp <= 0 || len(path) > len(procs) {
-				break // init, the kernel's threads, or a chain cut by an exit
+			i, ok := at[pid]
+			if !ok {
+				break // gone
+			}
+			p := procs[i]
+			if adopter > 0 && p.ppid == adopter {
+				in = !isOwn(pid) // adopted: the guard's orphans, or theirs
+				below[pid] = in
+				break
+			}
+			if p.ppid <= 0 {
+				break // init, or the kernel's threads
+			}
+			_, known := at[p.ppid]
+			_, memo := below[p.ppid]
+			if !known && !memo && !reread1[pid] {
+				reread1[pid] = true
+				if s, err := reread(pid); err == nil && s.start == p.start && s.ppid != p.ppid {
+					procs[i] = s
+					continue // the same process, under its new parent
+				}
 			}
 			path = append(path, pid)
-			pid = pp
+			pid = p.ppid
 		}
 		for _, p := range path {
 			below[p] = in
@@ -73,19 +154,34 @@ func (t tree) members() ([]procStat, error) {
 		return in
 	}
 	var out []procStat
-	for _, p := range procs {
-		if p.pid != t.root && (p.pgrp == t.root || inTree(p.pid)) {
-			out = append(out, p)
+	for i := range procs {
+		p := procs[i]
+		if p.pid != root && (p.pgrp == root || inTree(p.pid)) {
+			out = append(out, procs[i])
 		}
 	}
-	return out, nil
+	return out
 }
 
 // alive reports whether a process of the tree still has a running thread.
+// Two walks of /proc must find none in a row: a process that forked and
+// exited while one walk read others (the middle of a double fork) shows
+// its child to the next.
 func (t tree) alive() bool {
 	if !procUsable() {
 		g := groupWatch{pgid: t.root}
 		return g.alive()
+	}
+	return t.look() || t.look()
+}
+
+// look is one look at the tree: whether the group has a member (the guard
+// out of it: kill(2) says; zombies count, they are about to be reaped), or
+// one walk of /proc finds a running process of the tree.
+func (t tree) look() bool {
+	inGroup := t.guardInGroup()
+	if !inGroup && groupHasMember(t.root) {
+		return true
 	}
 	members, err := t.members()
 	if err != nil {
@@ -99,18 +195,36 @@ func (t tree) alive() bool {
 	return false
 }
 
-// signal sends sig to every running process of the tree. A stop signal
-// (anything but SIGKILL) goes to the group as a whole first, which the
-// kernel delivers to every member at once, forks included, and the guard
-// catches; then to each process outside the group. SIGKILL goes to each
-// process, group members included, sparing the guard, which must outlive
-// the tree to adopt and reap it.
+// left returns the pids of the tree's processes that still run, for a log
+// line.
+func (t tree) left() []int {
+	if !procUsable() {
+		return nil
+	}
+	members, err := t.members()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, m := range members {
+		if m.running() {
+			pids = append(pids, m.pid)
+		}
+	}
+	return pids
+}
+
+// signal sends sig to every running process of the tree: to the group as a
+// whole, then to each process outside it. While the guard is in the group,
+// SIGKILL goes to each member instead, sparing the guard, which must
+// outlive the tree to adopt and reap it.
 func (t tree) signal(sig syscall.Signal) error {
 	if !procUsable() {
 		return signalGroup(t.root, sig)
 	}
+	inGroup := t.guardInGroup()
 	var errs []error
-	if sig != unix.SIGKILL {
+	if !inGroup || sig != unix.SIGKILL {
 		errs = append(errs, signalGroup(t.root, sig))
 	}
 	members, err := t.members()
@@ -118,7 +232,7 @@ func (t tree) signal(sig syscall.Signal) error {
 		return errors.Join(append(errs, fmt.Errorf("runner: list the command's processes: %w", err))...)
 	}
 	for _, m := range members {
-		if m.running() && (sig == unix.SIGKILL || m.pgrp != t.root) {
+		if m.running() && (m.pgrp != t.root || inGroup && sig == unix.SIGKILL) {
 			errs = append(errs, signalProc(m, sig))
 		}
 	}

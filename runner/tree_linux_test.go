@@ -2,11 +2,15 @@ package runner
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,6 +103,40 @@ func TestLeaderrunKilledEscapees(t *testing.T) {
 	}
 }
 
+// TestLeaderrunJobKilled kills the whole process group of a process that
+// plays leaderrun with SIGKILL, as a shell's `kill -9 %1` or timeout(1)
+// does: the guard, in a group of its own, survives it and kills all of the
+// command's processes, an escapee included.
+func TestLeaderrunJobKilled(t *testing.T) {
+	t.Parallel()
+	for _, escape := range []string{"", "setsid"} {
+		t.Run(cmpOr(escape, "in the group"), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			helper := exec.Command(testExe)
+			helper.Env = append(testEnv(), "RUNNER_TEST_CHILD=parent", "RUNNER_TEST_DIR="+dir,
+				"RUNNER_TEST_ESCAPE="+escape, "RUNNER_TEST_IGNORE_TERM=1", "RUNNER_TEST_GRACE=1h")
+			helper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			own, err := startOwn(helper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := helper.Process.Pid
+			t.Cleanup(func() { _ = unix.Kill(-job, unix.SIGKILL); _ = own.Wait() })
+			guard := readPid(t, filepath.Join(dir, "guard"))
+			cmd := readPid(t, filepath.Join(dir, "cmd"))
+			grand := readPid(t, filepath.Join(dir, "grand"))
+			if err := unix.Kill(-job, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = own.Wait()
+			waitGone(t, "grandchild", grand)
+			waitGone(t, "command", cmd)
+			waitGone(t, "guard", guard)
+		})
+	}
+}
+
 // TestOrphansAdoptedAndReaped: an orphan of the command (a double fork) is
 // reparented to the guard, not to init, and reaped by it when it exits,
 // while the command's own exit status still reaches leaderrun.
@@ -123,6 +161,108 @@ func TestOrphansAdoptedAndReaped(t *testing.T) {
 	})
 	if res := r.wait(t); res != (Result{ExitCode: 7}) {
 		t.Errorf("Result = %+v, want the command's own exit 7", res)
+	}
+}
+
+// TestTreeMembers picks the command's processes out of one walk of /proc:
+// the group's members, the guard's descendants and, once the guard has
+// died, what leaderrun adopted (not its own children); a process whose
+// parent the walk missed (it exited and was reaped while the walk read
+// others, after the process was reparented) is read again.
+func TestTreeMembers(t *testing.T) {
+	t.Parallel()
+	const (
+		root = 100 // the guard; the command's group
+		l    = 50  // leaderrun
+	)
+	p := func(pid, ppid, pgrp int) procStat {
+		return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: 'S', threads: 1, start: uint64(pid)}
+	}
+	walk := []procStat{
+		p(1, 0, 1), p(l, 1, l), p(root, l, l), p(60, l, 60), // init, leaderrun, the guard, a health check's shell
+		p(101, root, root), p(102, 101, 102), // the command, a grandchild in a session of its own
+		p(103, 55, 103),                  // read before its parent 55, which exited and was reaped before it was read
+		p(104, 1, root),                  // a member of the group elsewhere (init's: its reaper was not the guard)
+		p(200, 1, 200), p(201, 200, 200), // another service
+		p(300, l, 300), p(301, 300, 300), // adopted by leaderrun: once the guard has died, the command's
+		p(61, 60, 60),    // the health check's
+		p(400, 399, 400), // its parent missing too, but not reparented since (another namespace's, say)
+		p(500, 499, 500), // read again, it is another process: a reused pid
+	}
+	again := map[int]procStat{
+		103: p(103, root, 103),
+		400: p(400, 399, 400),
+		500: {pid: 500, ppid: root, pgrp: 500, state: 'S', threads: 1, start: 9999},
+	}
+	reread := func(pid int) (procStat, error) {
+		if s, ok := again[pid]; ok {
+			return s, nil
+		}
+		return procStat{}, fs.ErrNotExist
+	}
+	own := func(pid int) bool { return pid == root || pid == 60 }
+	pids := func(procs []procStat) []int {
+		var out []int
+		for _, p := range procs {
+			out = append(out, p.pid)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name    string
+		adopter int
+		want    []int
+	}{
+		{"guard alive", 0, []int{101, 102, 103, 104}},
+		{"guard dead", l, []int{101, 102, 103, 104, 300, 301}},
+	} {
+		got := pids(treeMembers(root, slices.Clone(walk), tt.adopter, own, reread))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: members %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestDaemonDuringWalk: a process of the command outside its group forks
+// and exits (the middle of a double fork) after a walk of /proc has listed
+// the processes and before it reads that one: the walk finds it gone and
+// never lists its child, and finds nothing running. One empty walk must not
+// end the wait for the command's processes: the next lists the child, which
+// must be stopped. Not parallel: it sets testHookListed.
+func TestDaemonDuringWalk(t *testing.T) {
+	dir := t.TempDir()
+	hop, daemon, goFile := filepath.Join(dir, "hop"), filepath.Join(dir, "daemon"), filepath.Join(dir, "go")
+	var once sync.Once
+	testHookListed = func(int) {
+		// The first walk is the one that looks for what the command left.
+		once.Do(func() {
+			h, err := os.ReadFile(hop)
+			if err != nil {
+				return
+			}
+			pid, _ := strconv.Atoi(string(h))
+			if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+				return
+			}
+			for end := time.Now().Add(within); time.Now().Before(end) && !gone(pid); {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	t.Cleanup(func() { testHookListed = nil })
+	r := startChild(t, Config{KillGrace: 300 * time.Millisecond}, "RUNNER_TEST_CHILD=fork", "RUNNER_TEST_ESCAPE=setsid",
+		"RUNNER_TEST_GRAND=hop", "RUNNER_TEST_PIDFILE="+hop, "RUNNER_TEST_HOP_PIDFILE="+daemon, "RUNNER_TEST_GO="+goFile,
+		"RUNNER_TEST_IGNORE_TERM=1", "RUNNER_TEST_THEN=exit")
+	r.expect(t, "ready")
+	r.wait(t)
+	d := readPid(t, daemon)
+	t.Cleanup(func() {
+		if !gone(d) {
+			_ = unix.Kill(d, unix.SIGKILL)
+		}
+	})
+	if !gone(d) {
+		t.Errorf("the daemon %d, started during a walk, still runs after Done", d)
 	}
 }
 
@@ -179,7 +319,7 @@ func buildThreadedZombie(t *testing.T) string {
 	if err := os.WriteFile(src, []byte(threadedZombie), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(gcc, "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+	if out, err := combinedOutputOwn(exec.Command(gcc, "-pthread", "-o", bin, src)); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return bin
@@ -309,9 +449,11 @@ func TestJobControlSignalsDoNotStopGuard(t *testing.T) {
 			}
 			ignored = append(ignored, line)
 		}
-		for _, sig := range []syscall.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU} {
+		// The guard catches every signal, and the command inherits none of
+		// that: only what leaderrun itself ignores.
+		for sig := syscall.Signal(1); sig < 32; sig++ {
 			for _, got := range ignored {
-				if got == sig.String() {
+				if got == sig.String() && !signal.Ignored(sig) {
 					t.Errorf("the command inherited %v ignored", sig)
 				}
 			}
@@ -377,7 +519,7 @@ func TestPID1ReapsOrphans(t *testing.T) {
 	}
 	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", testExe)
 	cmd.Env = append(testEnv(), "RUNNER_TEST_CHILD=pid1")
-	out, err := cmd.CombinedOutput()
+	out, err := combinedOutputOwn(cmd)
 	if strings.Contains(string(out), "unshare:") {
 		if os.Getenv("CI") != "" && os.Geteuid() == 0 {
 			t.Fatalf("unshare: %s", out)
@@ -391,5 +533,31 @@ func TestPID1ReapsOrphans(t *testing.T) {
 	}
 	if err != nil || len(lines) < 2 || lines[0] != "passed 5" || lines[len(lines)-1] != "clean" {
 		t.Fatalf("as PID 1: %v\n%s", err, out)
+	}
+}
+
+// TestKillResumesStoppedGuard: a guard stopped by SIGSTOP (which it cannot
+// catch) is sent SIGCONT with the SIGKILL, and so reports the command's end
+// itself: it is not the guard killed, a few seconds later, for not
+// reporting.
+func TestKillResumesStoppedGuard(t *testing.T) {
+	t.Parallel()
+	r := startChild(t, Config{KillGrace: time.Hour}, "RUNNER_TEST_CHILD=sleep")
+	r.expect(t, "ready")
+	guard := r.p.Pid()
+	t.Cleanup(func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
+	if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the guard to be stopped", func() bool {
+		s, err := readStat(guard)
+		return err == nil && s.state == 'T'
+	})
+	r.p.Stop(0)
+	if res := r.wait(t); res != (Result{ExitCode: -1, Signal: syscall.SIGKILL}) {
+		t.Errorf("Result = %+v, want the command killed by SIGKILL", res)
+	}
+	if log := r.log.String(); strings.Contains(log, "has not reported") {
+		t.Errorf("the guard was killed for not reporting, not resumed:\n%s", log)
 	}
 }

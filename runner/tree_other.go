@@ -7,26 +7,30 @@ package runner
 
 import "syscall"
 
-// guardIsSubreaper: without a subreaper the guard leaves the command's
-// group once the command has exited, so that the group then holds only
-// what the command left behind; SIGKILL goes to the group as a whole.
-const guardIsSubreaper = false
+// treeWalks: the command's processes are its group alone; leaderrun
+// dismisses a guard still in it before waiting for the group to empty.
+const treeWalks = false
 
 // becomeSubreaper does nothing: there is no child subreaper here, and a
 // process that leaves the group (setsid, a new group) is out of reach.
 func becomeSubreaper() error { return nil }
 
 // tree is the command's process group, whose id is root, the guard's pid.
+// Once the command has started, the guard is out of it (see leaveGroup).
 type tree struct {
-	root int
+	root  int
+	guard bool // this process is the guard; otherwise leaderrun, its parent
 }
 
-// alive reports whether the group still has a member other than a guard
-// that has left it.
+// alive reports whether the group still has a member (the guard counts
+// while it is in it).
 func (t tree) alive() bool {
 	g := groupWatch{pgid: t.root}
 	return g.alive()
 }
+
+// left returns nothing: without /proc the members are not listed.
+func (t tree) left() []int { return nil }
 
 // signal sends sig to the whole group, the guard included while it is in
 // it.
