@@ -22,6 +22,9 @@ const (
 	// sent: a process stuck in the kernel (uninterruptible sleep) cannot be
 	// waited for forever.
 	killWait = 5 * time.Second
+	// guardNudge is how often a working guard gets SIGCONT, so that one
+	// stopped by SIGSTOP goes on (awaitReport).
+	guardNudge = time.Second
 )
 
 // signalGroup sends sig to every process of group pgid. A group that is

@@ -90,6 +90,29 @@ func listProcs() ([]int, error) {
 	return pids, nil
 }
 
+// childrenOf lists the children of process pid, every thread's, from
+// /proc/PID/task/TID/children (a kernel built without it lists none).
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // readProcs reads the stat of each of pids; those that have vanished are
 // left out.
 func readProcs(pids []int) []procStat {

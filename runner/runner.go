@@ -141,9 +141,12 @@ type Process struct {
 //     job queue's daemon) is not a descendant and is out of reach.
 //   - Every signal reaches the command's group as a whole, which the kernel
 //     delivers to every member at once, forks in progress included. On
-//     Linux the processes outside the group are found in /proc: one that
+//     Linux the processes outside the group are found in /proc; one that
 //     forks and exits without pause (a new pid every few hundred
-//     microseconds) can stay out of sight there, as it cannot in the group.
+//     microseconds) may be gone between the listing and the reading of its
+//     pid, but its successor, an orphan, is a child of the guard (or of
+//     leaderrun, the guard dead), whose children are read after each walk
+//     (/proc/PID/task/TID/children) until they hold no pid gone meanwhile.
 //   - Elsewhere (macOS) every signal goes to the command's process group,
 //     pipelines and grandchildren included; processes that leave it
 //     (setsid, setpgid: daemons) are out of reach.

@@ -83,10 +83,18 @@ func (p *Process) awaitReport() (res Result, reported bool) {
 	killed := p.killed
 	var tick <-chan time.Time
 	guardKilled := false
+	// A guard stopped by a SIGSTOP sent to it (it cannot catch that one;
+	// `pkill -STOP` matches its command line too) would report nothing,
+	// and leaderrun would hold the lease for ever: it gets SIGCONT every
+	// guardNudge, which it catches and drops.
+	nudge := time.NewTicker(guardNudge)
+	defer nudge.Stop()
 	for {
 		select {
 		case line := <-lines:
 			return parseStatus(line)
+		case <-nudge.C:
+			_ = p.guard.Process.Signal(syscall.SIGCONT) // its pidfd: never another process
 		case <-killed:
 			killed = nil
 			ticker := time.NewTicker(pollInterval)

@@ -92,7 +92,49 @@ func (t tree) members() ([]procStat, error) {
 	if t.guardDead() {
 		adopter, own = adoptedBy()
 	}
+	procs = addOrphans(procs, t.root, adopter)
 	return treeMembers(t.root, procs, adopter, own.isOwn, readStat), nil
+}
+
+// orphanRounds bounds addOrphans' reads of the reapers' children.
+const orphanRounds = 8
+
+// addOrphans adds to procs, one walk of /proc, the children of the
+// reapers (the guard, root; leaderrun, adopter, once the guard has died)
+// that the walk did not list. A process that forks and exits at once
+// (leaving by setsid, it is in no group that is signalled as a whole) can
+// hop between the listing of /proc and the reading of its pid: the pid
+// listed is gone, its successor was never listed. The successor, an
+// orphan, is the child of its subreaper: it is found here, read again as
+// long as it hops on, a few rounds at most.
+func addOrphans(procs []procStat, root, adopter int) []procStat {
+	seen := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		seen[p.pid] = true
+	}
+	for range orphanRounds {
+		missed := false
+		for _, r := range []int{root, adopter} {
+			if r <= 0 {
+				continue
+			}
+			for _, c := range childrenOf(r) {
+				if seen[c] {
+					continue
+				}
+				if s, err := readStat(c); err == nil {
+					seen[c] = true
+					procs = append(procs, s)
+				} else {
+					missed = true // gone already: its successor may be next
+				}
+			}
+		}
+		if !missed {
+			break
+		}
+	}
+	return procs
 }
 
 // treeMembers picks the processes of the tree rooted at root out of procs,
