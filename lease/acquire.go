@@ -368,15 +368,26 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	return l, nil
 }
 
-// refresh renews, by an acquire with our lease ID, a lease whose claim took
-// so long (a throttled service, a starved host) that no renewal try fits
-// before its stop deadline: as it is, it would be lost as COMMAND starts.
-// If that fails, the lease is kept (unsure) and the failure counts as
-// transient: the next try acquires again and adopts our claim (claim.go).
+// refresh renews a lease whose claim took so long (a throttled service, a
+// starved host, a done check retried) that no renewal try fits before its
+// stop deadline: as it is, it would be lost as COMMAND starts. It is a
+// Renew Lease, never an acquire: an acquire with our lease ID succeeds on a
+// lease that lapsed, or was broken, and was since taken, claimed and
+// released by another, whose claim then stands over ours; a renewal is
+// refused once the blob was leased again since ours lapsed. If it fails,
+// the lease is kept (unsure) and the failure counts as transient: the next
+// try acquires again and reads the blob, adopting our claim only if it
+// still stands (claim.go).
 func (a *attempt) refresh(ctx context.Context, l *Lease) error {
 	a.e.log.Debug("the claim took until close to the stop deadline: renewing before handing the lease over",
 		"stop_in", time.Until(l.stopAt()).Round(time.Millisecond))
-	sent, ans, err := a.acquire(ctx)
+	rctx, cancel := a.requestCtx(ctx)
+	defer cancel()
+	if a.w.OnTry != nil {
+		a.w.OnTry()
+	}
+	sent := time.Now()
+	ans, err := a.b.api.renewLease(rctx, a.leaseID)
 	if se := asStorageError(err); se != nil {
 		retry := *se // even a refusal: our lease lapsed, and our claim waits for us
 		retry.kind = kindTransient
