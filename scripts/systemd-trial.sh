@@ -728,7 +728,7 @@ last_firing=$((timers_to / 60 * 60))
 # run, --splay 10s and 50 s + 10 s.
 idle() {
   state_is report.service ActiveState inactive && state_is report-b.service ActiveState inactive &&
-    ! ct pgrep -f 'leaderrun .*-l (cron|nightly)/|/opt/nightly/| watcher [0-9]+ occurrence=' >/dev/null
+    ! ct pgrep -f 'leaderrun .*-l (cron|nightly)/|/opt/nightly/' >/dev/null
 }
 wait_until 120 "end of the last firings" idle
 ct systemctl stop cron.service
