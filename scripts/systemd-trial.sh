@@ -791,11 +791,12 @@ pings_to() { awk -v re="$1" '$3 ~ re' "$work/pings/pings.txt"; }
 # mails_of JOB: the mail stand-in's lines for the cron lines of nightly/JOB.
 mails_of() { grep -E "subject=Cron <[^>]*> +leaderrun --identity vm-. -l nightly/$1 " "$work/mails.txt"; }
 no_mta=$(grep -c 'No MTA installed' "$work/cron-lines.txt")
-# cron's lines beside its CMD lines: PAM's session lines (and pam_env's
+# cron's lines beside its CMD lines (the unit's journal also holds the
+# jobs' own and the mail stand-in's): PAM's session lines (and pam_env's
 # word on the root's missing /etc/default/locale), counted; any other, shown.
 pam='pam_unix\(cron:session\): session (opened|closed)|pam_env\(cron:session\): Unable to open env file: /etc/default/locale'
 echo "   cron's lines beside its $(grep -c 'CMD (' "$work/cron-lines.txt") CMD lines: $(grep -cE "$pam" "$work/cron-lines.txt") of PAM's sessions, and these:"
-grep -v 'CMD (' "$work/cron-lines.txt" | grep -vE "$pam" | sed 's/^/      /'
+grep -E ' (cron|CRON)\[' "$work/cron-lines.txt" | grep -v 'CMD (' | grep -vE "$pam" | sed 's/^/      /'
 
 # The job that fails, then is retried. Every */2 occurrence after the
 # first firing (which makes the lease blob) whose retry's minute came
