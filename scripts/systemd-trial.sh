@@ -7,12 +7,13 @@
 #   scripts/systemd-trial.sh -p          only prepare the root, then exit
 #
 #   -r ROUNDS   graceful handovers to time (default 5; at least 3)
-#   -m MINUTES  how long report.timer and report.cron fire (default 7, so
-#               that at least one */5 occurrence falls after the first firing)
+#   -m MINUTES  how long report.timer and the crontabs fire (default 7, so
+#               that at least one */5 occurrence and two */2 ones with
+#               their retries fall after the first firing)
 #
-# Opt-in, never run by scripts/test.sh or CI: it needs root, Go, Node.js and
-# Debian's package archive, takes about 8 minutes (the first time a few
-# more), and changes the host: apt-get installs systemd-container and
+# Opt-in, never run by scripts/test.sh or CI: it needs root, Go, Node.js,
+# python3 and Debian's package archive, takes about 11 minutes (the first
+# time a few more), and changes the host: apt-get installs systemd-container and
 # debootstrap where missing (on Debian this upgrades the host's systemd
 # packages and adds `mymachines` to /etc/nsswitch.conf).
 #
@@ -27,19 +28,31 @@
 # "host" is a copy of a unit with `--identity vm-b`. The programs the units
 # run are stand-ins from scripts/systemd-trial/: a scheduler that takes 2 s
 # to stop, one that dies of SIGTERM (`sleep infinity`), one deaf to SIGTERM,
-# and a report job that logs its occurrence.
+# and a report job that logs its occurrence. The README's nightly-job
+# recipes run under the container's cron too, three lines each for three
+# hosts (--identity vm-a, vm-b, vm-c), their times scaled from hours to
+# minutes: a job that fails its first attempt and succeeds on its retry
+# (--retries 1), and one that hangs, deaf to SIGTERM (--max-runtime 50s).
+# Their pings go to a listener on the host's loopback (ping-listener, in
+# python3), and cron's mail to a sendmail stand-in that keeps each mail.
 #
-# The scenarios, and what passes: a leader and a waiting follower (their
-# Status= lines); systemctl stop of the waiting follower (a clean stop:
-# inactive, success); systemctl stop of the leader with each stand-in
-# (inactive, success; the deaf one failed with 137 after --kill-grace), the
-# follower's command starting only after the old one is gone, timed from the
-# journal's monotonic stamps; SIGSTOP of leaderrun under WatchdogSec (the
+# The scenarios, and what passes: a leader and a waiting follower, the
+# deputy (their Status= lines, the deputy's journal line); systemctl stop of
+# the waiting follower (a clean stop: inactive, success); systemctl stop of
+# the leader with each stand-in (inactive, success; the deaf one failed with
+# 137 after --kill-grace), the deputy's command starting only after the old
+# one is gone, timed from the journal's monotonic stamps; SIGSTOP of leaderrun under WatchdogSec (the
 # command dead within 14 s and before the follower's starts, the watchdog
 # restarting the unit, a few lines at most); kill -9 of leaderrun (the
 # command gone within 1 s, a takeover within 20 s, Restart= bringing the unit
 # back); the timers and cron for MINUTES (every firing a success, nothing
-# logged under -q, each */5 occurrence run once across the three hosts).
+# logged under -q, each */5 occurrence run once across the three hosts);
+# the nightly job retried (each */2 occurrence's attempt 1 once in the
+# fleet and failed, its attempt 2 once, --retry-delay or more after, and
+# succeeded, no third; `leaderrun history` naming both; their pings; no
+# mail) and the hung one (each run gone within --max-runtime, --kill-grace
+# and 3 s, recorded as 124, never two at once, its one ERROR line mailed by
+# cron, its end ping /124 carrying the output's tail).
 #
 # Exit status: 0 when every row of the summary passed, 1 when a row failed,
 # 2 when the trial could not run. The whole journal of the container and the
@@ -205,6 +218,15 @@ echo "   $("$rootfs/usr/bin/leaderrun" version 2>&1 | head -n 1)"
 conn=$(AZURITE_STATE_DIR="$work/azurite" "$root/scripts/azurite.sh" start 9>&-) || die "the emulator did not start"
 azurite_started=true
 
+# The monitor the nightly jobs ping: a listener on the host's loopback,
+# which the container shares.
+command -v python3 >/dev/null || die "python3 not found: the nightly jobs' monitor is a python3 stand-in"
+mkdir -p "$work/pings"
+python3 "$here/ping-listener" "$work/pings" </dev/null >"$work/pings/listener.log" 2>&1 9>&- &
+bg_pids+=($!)
+wait_until 10 "port from the ping listener" test -s "$work/pings/port" || die "the ping listener did not start (see $work/pings/listener.log)"
+ping_url=http://127.0.0.1:$(cat "$work/pings/port")
+
 ex=$root/testdata/examples
 etc=$rootfs/etc
 install -d -m 700 "$etc/leaderrun"
@@ -215,6 +237,13 @@ chmod 600 "$etc/leaderrun/"*.env
 install -d "$rootfs/usr/local/bin" "$rootfs/opt/report" "$rootfs/opt/backup"
 install -m 755 "$here/report-run" "$rootfs/opt/report/run.sh"
 install -m 755 "$here/report-run" "$rootfs/opt/backup/run.sh"
+install -d "$rootfs/opt/nightly" "$rootfs/usr/sbin"
+install -m 755 "$here/nightly-flaky" "$rootfs/opt/nightly/flaky"
+install -m 755 "$here/nightly-hung" "$rootfs/opt/nightly/hung"
+# cron mails a job's output through a stand-in that keeps each mail
+# (without one, Debian's cron logs "No MTA installed, discarding output").
+install -m 755 "$here/sendmail" "$rootfs/usr/sbin/sendmail"
+rm -rf "$rootfs/var/log/cron-mail"
 
 # use_command VARIANT puts a stand-in at /usr/local/bin/scheduler, by rename,
 # so that a script already running keeps its own file.
@@ -244,8 +273,29 @@ while IFS= read -r line; do
   if [[ $line == AZURE_STORAGE_ACCOUNT=* ]]; then line="AZURE_STORAGE_CONNECTION_STRING=$conn"; fi
   printf '%s\n' "$line"
 done <"$ex/report.cron" >"$work/report.cron"
+# The README's nightly-job recipes under cron, three lines each for three
+# VMs, their times scaled from hours to minutes: a job that fails its
+# first attempt and is retried (--retries 1; --splay 10s and --retry-delay
+# 40s put the retry at the next minute's invocation, before the next */2
+# occurrence), and a job that hangs (--max-runtime 50s and --kill-grace 10s:
+# a run outlasts its minute, so that the next minute's invocations find it
+# still going). Each job's end ping goes to the listener.
+flaky_flags="--schedule '*/2 * * * *' --starting-deadline 90s --retries 1 --retry-delay 40s --splay 10s -q"
+hung_flags="--schedule '* * * * *' --max-runtime 50s --kill-grace 10s --splay 10s -q"
+retry_delay=40 max_runtime=50 kill_grace=10
+nightly_cron() { # JOB FLAGS
+  printf 'SHELL=/bin/sh\nPATH=/usr/local/bin:/usr/bin:/bin\nAZURE_STORAGE_CONNECTION_STRING=%s\nLEADERRUN_PING_URL=%s/%s\n' "$conn" "$ping_url" "$1"
+  local vm
+  for vm in vm-a vm-b vm-c; do
+    printf '* * * * *  root  leaderrun --identity %s -l nightly/%s %s -- /opt/nightly/%s\n' "$vm" "$1" "$2" "$1"
+  done
+}
+nightly_cron flaky "$flaky_flags" >"$work/nightly-flaky.cron"
+nightly_cron hung "$hung_flags" >"$work/nightly-hung.cron"
+cron_files=(report nightly-flaky nightly-hung)
 install -d "$etc/cron.d"
-rm -f "$etc/cron.d/report" "$rootfs/var/log/report.log"
+for f in "${cron_files[@]}"; do rm -f "$etc/cron.d/$f"; done
+rm -f "$rootfs/var/log/report.log"
 
 echo "== booting $rootfs with systemd-nspawn"
 # Under setsid, so that the container never reads the terminal; its journal
@@ -407,10 +457,15 @@ start_leader() {
   leader_child=$(pid_of_line <<<"$line")
   watch_gone "$leader_child" "$1's command"
 }
-# start_follower UNIT: starts UNIT, which must wait.
+# start_follower UNIT: starts UNIT, which must wait as the deputy (the one
+# follower that polls every 250 ms): its status and its journal say so.
 start_follower() {
+  local c
+  c=$(cursor)
   ct systemctl start "$1" || return 1
-  wait_until 30 "waiting status from $1" status_is "$1" 'waiting*'
+  wait_until 30 "waiting status from $1" status_is "$1" 'waiting as the deputy*' || return 1
+  deputy_line() { jl "$c" -u "$1" | grep -q 'standing by as the deputy'; }
+  wait_until 10 "'standing by as the deputy' from $1" deputy_line "$1"
 }
 # stop_all stops both scheduler units, the waiting one first, and forgets
 # their failures.
@@ -432,8 +487,9 @@ minmedmax() { # numbers on stdin
 
 # ------------------------------------------------------ the timers run meanwhile
 
-echo "== report.timer and report-b.timer (two hosts) and /etc/cron.d/report (a third), for ${minutes} min from now"
-install -m 600 "$work/report.cron" "$etc/cron.d/report"
+echo "== report.timer and report-b.timer (two hosts) and /etc/cron.d/report (a third), for ${minutes} min from now;"
+echo "   /etc/cron.d/nightly-flaky and nightly-hung (three hosts each) as long"
+for f in "${cron_files[@]}"; do install -m 600 "$work/$f.cron" "$etc/cron.d/$f"; done
 ct systemctl start cron.service report.timer report-b.timer || die "cannot start the timers and cron"
 timers_from=$(date +%s)
 timer_cursor=$(cursor)
@@ -447,18 +503,19 @@ ok=true
 start_leader scheduler.service || ok=false
 start1_ms=${start_ms:-?}
 start_follower scheduler-b.service || ok=false
-# The follower polls every 2 s: three polls in which it must not run.
+# The follower, the deputy, polls every 250 ms: 6 s of polls in which it
+# must not run.
 sleep 6
 started_line scheduler-b.service "$c1" >/dev/null && { echo "   !! scheduler-b.service ran its command while the other led"; ok=false; }
 recorded scheduler.service; st_a=${P[StatusText]}; got="${P[ActiveState]}/${P[SubState]}"
 [[ ${P[ActiveState]} == active && $st_a == leader* ]] || ok=false
 recorded scheduler-b.service; st_b=${P[StatusText]}; got+=" and ${P[ActiveState]}/${P[SubState]}"
-[[ ${P[ActiveState]} == active && $st_b == waiting* ]] || ok=false
+[[ ${P[ActiveState]} == active && $st_b == "waiting as the deputy"* ]] || ok=false
 echo "   systemctl start scheduler.service returned in ${start1_ms} ms"
 echo "   Status of scheduler.service: $st_a"
 echo "   Status of scheduler-b.service: $st_b"
 show_lines "$c1" scheduler.service scheduler-b.service
-row "leader starts, follower waits" "$got" "active/running and active/running; Status 'leader: …' and 'waiting: …'; the follower never runs" $ok "start returned in ${start1_ms} ms"
+row "leader starts, follower waits" "$got" "active/running and active/running; Status 'leader: …' and 'waiting as the deputy: …'; the follower never runs" $ok "start returned in ${start1_ms} ms"
 
 # ------------------------------------------------------ 2. stop of a waiting follower
 
@@ -542,7 +599,7 @@ variant() {
   row "stop of the leader, command $name" "$ends" "$6" $round_ok "takeover after the old unit died: ${figures[$name.dead]}"
 }
 
-variant graceful "$rounds" inactive success "exited 0" "inactive, success, exited 0; the follower's command starts after the old one is gone"
+variant graceful "$rounds" inactive success "exited 0" "inactive, success, exited 0; the deputy's command starts after the old one is gone"
 variant sleep 2 inactive success "killed by SIGTERM" "inactive, success, killed by SIGTERM (a clean stop)"
 variant deaf 1 failed exit-code "exited 137" "failed, exit-code, exited 137 after --kill-grace (20 s)"
 stop_all
@@ -636,7 +693,8 @@ if start_leader scheduler.service && start_follower scheduler-b.service; then
   gone_after=$(sub "$t_kill" "$t_gone")
   takeover=$(sub "$t_kill" "$t_start")
   awk -v g="$gone_after" 'BEGIN { exit !(g != "?" && g <= 1) }' || { echo "   !! the command outlived leaderrun by more than 1 s"; ok=false; }
-  # One lease duration (15 s) after the last renewal, plus a poll (2 s), plus slack.
+  # One lease duration (15 s) after the last renewal, plus the deputy's
+  # poll (0.25 s), plus slack.
   awk -v t="$takeover" 'BEGIN { exit !(t != "?" && t <= 20) }' || { echo "   !! no takeover within 20 s"; ok=false; }
   echo "   after kill -9: command gone ${gone_after} s, new leader's command started ${takeover} s"
   note="command gone ${gone_after} s after kill -9, takeover ${takeover} s"
@@ -658,13 +716,22 @@ if ((left > 0)); then
   bg_pids+=($!)
   wait $! # a signal ends the wait at once, and the trap stops everything
 fi
+# cron reads /etc/cron.d again at the minute, before it fires: the files
+# are taken away between the 5th and the 50th second of a minute, so that
+# the last firing was at that minute's start, and no later one comes.
+until (( $(date +%s) % 60 >= 5 && $(date +%s) % 60 <= 50 )); do sleep 1; done
+for f in "${cron_files[@]}"; do rm -f "$etc/cron.d/$f"; done
 ct systemctl stop report.timer report-b.timer
 timers_to=$(date +%s)
-# A firing under way ends by itself: --splay 30s and a job of 3 s.
-idle() { state_is report.service ActiveState inactive && state_is report-b.service ActiveState inactive && ! ct pgrep -f '^leaderrun -l cron/' >/dev/null; }
-wait_until 90 "end of the last firings" idle
+last_firing=$((timers_to / 60 * 60))
+# A firing under way ends by itself: --splay 30s and a job of 3 s; a hung
+# run, --splay 10s and 50 s + 10 s.
+idle() {
+  state_is report.service ActiveState inactive && state_is report-b.service ActiveState inactive &&
+    ! ct pgrep -f 'leaderrun .*-l (cron|nightly)/|/opt/nightly/' >/dev/null
+}
+wait_until 120 "end of the last firings" idle
 ct systemctl stop cron.service
-rm -f "$etc/cron.d/report"
 echo "== 6. report.timer, report-b.timer and /etc/cron.d/report for $(((timers_to - timers_from) / 60)) min $(((timers_to - timers_from) % 60)) s"
 jl "$timer_cursor" -u report.service -u report-b.service >"$work/timer-lines.txt"
 jl "$timer_cursor" -t report-run >"$work/runs.txt"
@@ -683,7 +750,8 @@ quiet=$(grep -c ' leaderrun\[' "$work/timer-lines.txt")
 echo "   leaderrun's own lines in the timers' journal (-q): $quiet"
 [[ $quiet -eq 0 ]] || ok=false
 cron_runs=$(grep -cE 'CMD \( *leaderrun -l cron/report' "$work/cron-lines.txt")
-mailed=$(grep -c 'No MTA installed' "$work/cron-lines.txt")
+jl "$timer_cursor" -t cron-mail >"$work/mails.txt"
+mailed=$(grep -cE 'subject=Cron <[^>]*> +leaderrun -l cron/report ' "$work/mails.txt")
 echo "   cron: $cron_runs firings of the cron/report line, $mailed with output (mailed)"
 echo "   /var/log/report.log: $(wc -c <"$rootfs/var/log/report.log" 2>/dev/null || echo 0) bytes"
 echo "   the runs (job, occurrence, holder, unit):"
@@ -709,6 +777,140 @@ extra=$(grep 'job=cron/report ' "$work/runs.txt" | sed 's/.*occurrence=\([^ ]*\)
 [[ $mailed -eq 0 ]] || ok=false
 row "report: one run per occurrence" "${#want[@]} occurrences, $(grep -c 'job=cron/report ' "$work/runs.txt") runs" "each occurrence once across 3 hosts; cron mails nothing" $ok "cron fired $cron_runs times"
 
+# ------------------------------------------------------ 7. the nightly jobs under cron
+
+echo
+echo "== 7. the nightly jobs under cron, three hosts each (/etc/cron.d/nightly-flaky and nightly-hung)"
+jl "$timer_cursor" -t nightly-flaky >"$work/flaky.txt"
+jl "$timer_cursor" -t nightly-hung >"$work/hung.txt"
+touch "$work/pings/pings.txt"
+# history_of NAME: leaderrun history of the lease NAME, uncut.
+history_of() { env -i PATH=/usr/bin:/bin COLUMNS=250 AZURE_STORAGE_CONNECTION_STRING="$conn" "$rootfs/usr/bin/leaderrun" history -l "$1" 2>&1; }
+# pings_to PATH_RE: the listener's lines whose path matches PATH_RE.
+pings_to() { awk -v re="$1" '$3 ~ re' "$work/pings/pings.txt"; }
+# mails_of JOB: the mail stand-in's lines for the cron lines of nightly/JOB.
+mails_of() { grep -E "subject=Cron <[^>]*> +leaderrun --identity vm-. -l nightly/$1 " "$work/mails.txt"; }
+no_mta=$(grep -c 'No MTA installed' "$work/cron-lines.txt")
+# cron's lines beside its CMD lines (the unit's journal also holds the
+# jobs' own and the mail stand-in's): PAM's session lines (and pam_env's
+# word on the root's missing /etc/default/locale), counted; any other, shown.
+pam='pam_unix\(cron:session\): session (opened|closed)|pam_env\(cron:session\): Unable to open env file: /etc/default/locale'
+echo "   cron's lines beside its $(grep -c 'CMD (' "$work/cron-lines.txt") CMD lines: $(grep -cE "$pam" "$work/cron-lines.txt") of PAM's sessions, and these:"
+grep -E ' (cron|CRON)\[' "$work/cron-lines.txt" | grep -v 'CMD (' | grep -vE "$pam" | sed 's/^/      /'
+
+# The job that fails, then is retried. Every */2 occurrence after the
+# first firing (which makes the lease blob) whose retry's minute came
+# before the files were taken away.
+ok=true
+history_of nightly/flaky >"$work/flaky-history.txt"
+echo "   leaderrun history -l nightly/flaky:"
+sed 's/^/      /' "$work/flaky-history.txt"
+want=()
+for ((t = (first_fire / 120 + 1) * 120; t + 60 <= last_firing; t += 120)); do want+=("$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)"); done
+[[ ${#want[@]} -ge 2 ]] || { echo "   !! fewer than two */2 occurrences fell in the window: run longer (-m)"; ok=false; }
+gaps=()
+for o in "${want[@]}"; do
+  a1=$(grep -c "start: occurrence=$o attempt=1 trigger=schedule " "$work/flaky.txt")
+  a2=$(grep -c "start: occurrence=$o attempt=2 trigger=retry " "$work/flaky.txt")
+  e1=$(grep -m 1 "end: occurrence=$o attempt=1 .* exit=1" "$work/flaky.txt")
+  s2=$(grep -m 1 "start: occurrence=$o attempt=2 " "$work/flaky.txt")
+  e2=$(grep -c "end: occurrence=$o attempt=2 .* exit=0" "$work/flaky.txt")
+  gap=$(sub "$(stamp <<<"$e1")" "$(stamp <<<"$s2")")
+  gaps+=("$gap")
+  m=${o%:00Z}Z
+  h1=$(grep -c "exited 1 .*schedule $m\$" "$work/flaky-history.txt")
+  h2=$(grep -c "exited 0 .*retry 2 of $m\$" "$work/flaky-history.txt")
+  printf '   occurrence %s: attempt 1 ran %s time(s) (%s), attempt 2 %s time(s) (%s), %s s after attempt 1 ended, %s exit 0; history: %s schedule exited 1, %s retry 2 exited 0\n' \
+    "$o" "$a1" "$(sed -n 's/.*identity=\([^ ]*\).*/\1/p' <<<"$e1")" "$a2" "$(sed -n 's/.*identity=\([^ ]*\).*/\1/p' <<<"$s2")" "$gap" "$e2" "$h1" "$h2"
+  [[ $a1 -eq 1 && -n $e1 && $a2 -eq 1 && $e2 -eq 1 && $h1 -eq 1 && $h2 -eq 1 ]] || ok=false
+  awk -v g="$gap" -v d="$retry_delay" 'BEGIN { exit !(g != "?" && g >= d) }' || { echo "   !! the retry of $o came less than ${retry_delay} s after attempt 1 ended"; ok=false; }
+done
+# Over every occurrence, the window's edges included: no attempt twice,
+# no third attempt.
+twice=$(grep -o 'start: occurrence=[^ ]* attempt=[0-9]*' "$work/flaky.txt" | sort | uniq -d)
+[[ -z $twice ]] || { echo "   !! attempts that ran twice: $twice"; ok=false; }
+third=$(grep -c 'start: .* attempt=[3-9]' "$work/flaky.txt")
+[[ $third -eq 0 ]] || { echo "   !! $third third attempts"; ok=false; }
+starts=$(grep -c 'start: ' "$work/flaky.txt")
+failed1=$(grep -c 'end: .* attempt=1 .* exit=1' "$work/flaky.txt")
+good2=$(grep -c 'end: .* attempt=2 .* exit=0' "$work/flaky.txt")
+p_start=$(pings_to '^/flaky/start' | wc -l)
+p_fail=$(pings_to '^/flaky/1([?]|$)' | wc -l)
+p_ok=$(pings_to '^/flaky([?]|$)' | wc -l)
+p_other=$(pings_to '^/flaky' | awk '$3 !~ /^\/flaky(\/start|\/1)?([?]|$)/' | wc -l)
+flaky_mails=$(mails_of flaky | wc -l)
+echo "   $starts attempts in all; pings: $p_start start, $p_fail /1, $p_ok success, $p_other other; mails from the nightly/flaky lines: $flaky_mails"
+[[ $p_start -eq $starts && $p_fail -eq $failed1 && $p_ok -eq $good2 && $p_other -eq 0 && $flaky_mails -eq 0 && $no_mta -eq 0 ]] || ok=false
+figures[retry]=$(printf '%s\n' "${gaps[@]}" | minmedmax | sed 's/rounds/occurrences/')
+row "nightly job under cron, --retries 1" "${#want[@]} occurrences, $starts attempts" \
+  "each occurrence: attempt 1 once in the fleet, exit 1; attempt 2 once, ≥ ${retry_delay} s later, exit 0; no third; history 'schedule …', 'retry 2 of …'; pings; no mail" \
+  $ok "retry after attempt 1's end: ${figures[retry]}"
+
+# The job that hangs: every run started is stopped at --max-runtime,
+# killed after --kill-grace, recorded as 124, and the next starts only
+# after it is gone.
+ok=true
+history_of nightly/hung >"$work/hung-history.txt"
+echo "   leaderrun history -l nightly/hung:"
+sed 's/^/      /' "$work/hung-history.txt"
+runs=0
+lasted=()
+prev_gone=
+while IFS= read -r line; do
+  runs=$((runs + 1))
+  pid=${line##*pid=}
+  occ=$(sed -n 's/.*occurrence=\([^ ]*\).*/\1/p' <<<"$line")
+  t0=$(stamp <<<"$line")
+  gone=$(grep -m 1 "gone: .* pid=$pid\$" "$work/hung.txt")
+  t1=$(stamp <<<"$gone")
+  d=$(sub "$t0" "$t1")
+  lasted+=("$d")
+  echo "   run of $occ on $(sed -n 's/.*identity=\([^ ]*\).*/\1/p' <<<"$line"): gone $d s after its start, $(sub "$prev_gone" "$t0") s after the previous run was gone"
+  awk -v d="$d" -v lo="$max_runtime" -v hi="$((max_runtime + kill_grace + 3))" 'BEGIN { exit !(d != "?" && d >= lo && d <= hi) }' ||
+    { echo "   !! not gone within ${max_runtime} s + ${kill_grace} s + 3 s of its start"; ok=false; }
+  if [[ -n $prev_gone ]] && ! later "$prev_gone" "$t0"; then echo "   !! started before the previous run was gone"; ok=false; fi
+  prev_gone=$t1
+done < <(grep 'start: ' "$work/hung.txt")
+[[ $runs -ge 2 ]] || { echo "   !! fewer than two runs of the hung job"; ok=false; }
+twice=$(grep -o 'start: occurrence=[^ ]*' "$work/hung.txt" | sort | uniq -d)
+[[ -z $twice ]] || { echo "   !! occurrences that ran twice: $twice"; ok=false; }
+h124=$(grep -c 'exited 124 ' "$work/hung-history.txt")
+hall=$(grep -c ' schedule ' "$work/hung-history.txt")
+hung_fired=$(grep -cE 'CMD \( *leaderrun --identity vm-. -l nightly/hung ' "$work/cron-lines.txt")
+# Each run mails its output and leaderrun's one ERROR line; no other line
+# of leaderrun's reaches cron.
+hung_mails=$(mails_of hung | wc -l)
+mail_ok=0
+while IFS= read -r f; do
+  body=$rootfs/var/log/cron-mail/$f
+  n=$(grep -cE '^[0-9-]+T[0-9:.]+Z \[[A-Z]+\] ' "$body")
+  if [[ $n -eq 1 ]] && grep -qE '\[ERROR\] leaderrun: max runtime reached \('"$max_runtime"'s\); the command was stopped$' "$body"; then
+    mail_ok=$((mail_ok + 1))
+  else
+    echo "   !! mail $f:"; sed 's/^/      /' "$body"
+  fi
+done < <(mails_of hung | sed -n 's/.*file=\([^ ]*\).*/\1/p')
+first_mail=$(mails_of hung | sed -n '1s/.*file=\([^ ]*\).*/\1/p')
+if [[ -n $first_mail ]]; then
+  echo "   a mail from the nightly/hung lines (the job's output, then leaderrun's line):"
+  sed -n '/^$/,$p' "$rootfs/var/log/cron-mail/$first_mail" | sed '1d; s/^/      /'
+fi
+p_start=$(pings_to '^/hung/start' | wc -l)
+p_124=$(pings_to '^/hung/124([?]|$)' | wc -l)
+p_other=$(pings_to '^/hung' | awk '$3 !~ /^\/hung\/(start|124)([?]|$)/' | wc -l)
+tail_ok=0
+while read -r body; do
+  grep -q 'exit=124' "$work/pings/$body" && grep -q '^hung: SIGTERM ignored' "$work/pings/$body" && tail_ok=$((tail_ok + 1))
+done < <(pings_to '^/hung/124' | awk '{ print $5 }')
+first_ping=$(pings_to '^/hung/124' | awk 'NR == 1 { print $5 }')
+[[ -n $first_ping ]] && { echo "   an end ping /hung/124, its body:"; sed 's/^/      /' "$work/pings/$first_ping"; }
+echo "   cron fired the nightly/hung lines $hung_fired times; $runs runs, $h124 of $hall in history exited 124; $hung_mails mails, $mail_ok with leaderrun's one ERROR line alone; pings: $p_start start, $p_124 /124 ($tail_ok with the output's tail), $p_other other"
+[[ $h124 -eq $runs && $hall -eq $runs && $hung_mails -eq $runs && $mail_ok -eq $runs && $p_start -eq $runs && $p_124 -eq $runs && $tail_ok -eq $runs && $p_other -eq 0 ]] || ok=false
+figures[hung]=$(printf '%s\n' "${lasted[@]}" | minmedmax | sed 's/rounds/runs/')
+row "hung job under cron, --max-runtime 50s" "$runs runs, $h124 exited 124" \
+  "each run gone ≤ ${max_runtime} s + ${kill_grace} s + 3 s after its start, exit 124; never two at once; one ERROR line mailed per run; end ping /124 with the output's tail" \
+  $ok "start to gone: ${figures[hung]}"
+
 # ------------------------------------------------------ summary
 
 echo
@@ -717,6 +919,8 @@ echo "   from the old unit's death to the new leader's command: ${figures[gracef
 echo "   from the systemctl stop call:                          ${figures[graceful.call]}"
 echo "   command dying of SIGTERM, from death: ${figures[sleep.dead]}; from the call: ${figures[sleep.call]}"
 echo "   command deaf to SIGTERM, from death:  ${figures[deaf.dead]}; from the call: ${figures[deaf.call]}"
+echo "   nightly/flaky, attempt 2's start after attempt 1's end (--retry-delay ${retry_delay}s): ${figures[retry]}"
+echo "   nightly/hung, a run's start to its end (--max-runtime ${max_runtime}s, --kill-grace ${kill_grace}s): ${figures[hung]}"
 echo
 echo "== summary ($(ct systemctl --version | head -n 1), leaderrun $(git -C "$root" describe --always --dirty 2>/dev/null))"
 {
