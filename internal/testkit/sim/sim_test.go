@@ -139,3 +139,20 @@ func TestReplayIsExact(t *testing.T) {
 		})
 	}
 }
+
+// regressionSeeds are seeds that once broke an invariant, each with what it
+// found: TestRegressionSeeds replays them on every run, whatever -seeds and
+// -from say.
+var regressionSeeds = []uint64{
+	15436, 15670, // a retry 1 s early: the end recorded from a Date to the second, rounded down
+}
+
+// TestRegressionSeeds replays regressionSeeds.
+func TestRegressionSeeds(t *testing.T) {
+	for _, s := range regressionSeeds {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) { report(t, Run(s, options())) })
+		})
+	}
+}
