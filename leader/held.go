@@ -83,7 +83,10 @@ func (h *heldRun) run(ctx context.Context) error {
 func (h *heldRun) start(ctx context.Context) error {
 	l := h.l
 	if err := l.RecordRunStart(ctx); err != nil {
-		return StorageExit(fmt.Errorf("recording the run's start: %w", err))
+		// The write may have landed with its answer lost: nothing runs,
+		// so the claim and the start are taken back as for any run that
+		// never started.
+		return h.unused(storageCode(err), fmt.Errorf("recording the run's start: %w", err))
 	}
 	h.env = append(withoutNotify(os.Environ()),
 		"LEADERRUN_LEASE="+l.Name,

@@ -208,11 +208,16 @@ func keepOutput(log hclog.Logger, o *Options) *runner.Output {
 // status: a configuration it refuses is a usage error (64), anything else is
 // storage that is unreachable, unauthorized or refused (69).
 func StorageExit(err error) error {
+	return exit.With(storageCode(err), err)
+}
+
+// storageCode is StorageExit's exit status for err.
+func storageCode(err error) int {
 	var ce *lease.ConfigError
 	if errors.As(err, &ce) {
-		return exit.With(exit.Usage, err)
+		return exit.Usage
 	}
-	return exit.With(exit.Unavailable, err)
+	return exit.Unavailable
 }
 
 // execCode is the exit status for a COMMAND that cannot be started (its

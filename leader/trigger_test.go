@@ -56,8 +56,10 @@ func TestTriggerOverridesTheWindowOnce(t *testing.T) {
 			t.Fatalf("%d runs, want 2", len(envs))
 		}
 		e := envs[1]
+		// The first run ended at 00:00:05, recorded at the latest the
+		// service's clock may read then (its Date to the second, plus one).
 		if e["LEADERRUN_TRIGGER"] != "manual" || e["LEADERRUN_ATTEMPT"] != "1" || e["LEADERRUN_OCCURRENCE"] != tr.At.Format(time.RFC3339) ||
-			e["LEADERRUN_LAST_SUCCESS"] != "2000-01-01T00:00:05Z" || e["LEADERRUN_MISSED"] != "" || e["LEADERRUN_PREVIOUS_OCCURRENCE"] != "" {
+			e["LEADERRUN_LAST_SUCCESS"] != "2000-01-01T00:00:06Z" || e["LEADERRUN_MISSED"] != "" || e["LEADERRUN_PREVIOUS_OCCURRENCE"] != "" {
 			t.Errorf("the triggered run's context: %v", e)
 		}
 		if r := lease.ReadHistory(f.props().Metadata, false)[0]; r.Cause == nil || r.Cause.String() != "manual by alice@laptop: rerun after the fix" {

@@ -290,6 +290,8 @@ func TestMetadataKeepsForeignKeys(t *testing.T) {
 		if want := formatTime(time.Now().UTC().Truncate(time.Second)); md["lastrunstart"] != want {
 			t.Errorf("lastrunstart = %s, want %s", md["lastrunstart"], want)
 		}
+		// The end is the latest the service's clock may read, to the
+		// second rounded up: 4.5 s, plus the second a Date may hide, is 6 s.
 		time.Sleep(1500 * time.Millisecond)
 		if err := l.RecordRunEnd(context.Background(), 3); err != nil {
 			t.Fatal(err)
@@ -299,7 +301,7 @@ func TestMetadataKeepsForeignKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p.Metadata["owner"] != "team-x" || p.LastRun == nil || p.LastRun.Holder != "vm-1" ||
-			p.LastRun.ExitCode == nil || *p.LastRun.ExitCode != 3 || p.LastRun.End.Sub(p.LastRun.Start) != time.Second {
+			p.LastRun.ExitCode == nil || *p.LastRun.ExitCode != 3 || p.LastRun.End.Sub(p.LastRun.Start) != 3*time.Second {
 			t.Errorf("after RecordRunEnd: %+v %+v", p, p.LastRun)
 		}
 		if err := l.Release(context.Background()); err != nil {
@@ -603,6 +605,11 @@ func TestReleaseUnusedTakesBackTheRunStart(t *testing.T) {
 		}
 		if len(ReadHistory(md, false)) != 1 || md["term"] != "8" {
 			t.Errorf("history %+v, term %s: want vm-2's run alone, term 8", ReadHistory(md, false), md["term"])
+		}
+		// The claim's nonce is gone with it: a later try of the same
+		// Acquire would otherwise adopt a claim whose keys were taken back.
+		if n, ok := md["claim"]; ok {
+			t.Errorf("claim = %q after the take-back, want none", n)
 		}
 		// The window is open again for the next contender.
 		l, err = newTestElector(t, s, "vm-3").Acquire(context.Background(), WaitOptions{NoWait: true, OncePer: 4 * time.Minute})

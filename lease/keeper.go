@@ -138,6 +138,7 @@ func (l *Lease) renewed(sent, date time.Time) {
 		l.date, l.dateAt = date, time.Now()
 	}
 	l.mu.Unlock()
+	l.sawDateSent(date, sent)
 	l.log.Trace("renewed lease", "term", l.Term)
 	select {
 	case l.renewedAt <- time.Now():

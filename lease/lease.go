@@ -56,9 +56,14 @@ type Lease struct {
 	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its claimed keys back
 	date             time.Time         // the latest service Date seen
 	dateAt           time.Time         // when that answer arrived (monotonic)
-	stopKeeper       context.CancelFunc
-	keeperDone       chan struct{}
-	releasing        bool // Release was called: the keeper exits without closing Lost, a second Release at once
+	// dateHi and dateHiSent bound the service's clock from above: it read
+	// before dateHi when dateHiSent (monotonic) was sent (an answer's
+	// Date, truncated to the second, plus a second); of the answers whose
+	// send time is known, the one that bounds it closest.
+	dateHi, dateHiSent time.Time
+	stopKeeper         context.CancelFunc
+	keeperDone         chan struct{}
+	releasing          bool // Release was called: the keeper exits without closing Lost, a second Release at once
 	// placeLeft closes once the deputy's place this holder held while it
 	// waited is given up (deputy.go); nil if it held none.
 	placeLeft <-chan struct{}
@@ -73,6 +78,7 @@ func newLease(b *Blob, cfg Config, d *dice, id string, sent, date time.Time) *Le
 		tOK: sent, meta: map[string]string{},
 	}
 	l.sawDate(date)
+	l.sawDateSent(date, sent)
 	return l
 }
 
@@ -84,6 +90,47 @@ func (l *Lease) sawDate(d time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.date, l.dateAt = d, time.Now()
+}
+
+// sawDateSent records that the request sent at sent (monotonic) was
+// answered with Date d: the service's clock read before d plus a second
+// when it was sent (Date is stamped after the request arrived, and
+// truncated to the second). It is kept if it bounds the clock closer than
+// the bound kept.
+func (l *Lease) sawDateSent(d, sent time.Time) {
+	if d.IsZero() || sent.IsZero() {
+		return
+	}
+	hi := d.Add(time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dateHi.IsZero() || hi.Add(time.Since(sent)).Before(l.dateHi.Add(time.Since(l.dateHiSent))) {
+		l.dateHi, l.dateHiSent = hi, sent
+	}
+}
+
+// serviceLatest is the latest the service's clock may read now, rounded up
+// to the second: what an end is recorded at, so that what is measured from
+// it (the delay before a retry) is never shorter than the real one. Zero if
+// no Date was seen; the latest answer's Date plus a second and the time
+// since it arrived if no send time is known.
+func (l *Lease) serviceLatest() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t time.Time
+	switch {
+	case !l.dateHi.IsZero():
+		t = l.dateHi.Add(time.Since(l.dateHiSent))
+	case !l.date.IsZero():
+		t = l.date.Add(time.Second + time.Since(l.dateAt))
+	default:
+		return time.Time{}
+	}
+	t = t.UTC()
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // serviceNow is the latest answer's Date plus the monotonic time since, to
@@ -117,10 +164,11 @@ func (l *Lease) RecordRunStart(ctx context.Context) error {
 	})
 }
 
-// RecordRunEnd records the run's end (serviceNow) and exit (recordRunEnd).
-// Call it before Release; after Lost it usually fails: a warning, not more.
+// RecordRunEnd records the run's end (serviceLatest: never before the real
+// one, a retry's delay counts from it) and exit (recordRunEnd). Call it
+// before Release; after Lost it usually fails: a warning, not more.
 func (l *Lease) RecordRunEnd(ctx context.Context, exitCode int) error {
-	end := l.serviceNow()
+	end := l.serviceLatest()
 	return l.updateMetadata(ctx, "record run end", func(md map[string]string) map[string]string {
 		return recordRunEnd(md, Run{Holder: l.Identity, Term: l.Term, Start: parseTime(md[mdLastRunStart]), End: end, ExitCode: &exitCode})
 	})
@@ -133,10 +181,12 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 	md := edit(maps.Clone(l.meta))
 	l.mu.Unlock()
 	err := retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
+		sent := time.Now()
 		ans, err := l.b.api.setMetadata(rctx, l.ID, "", md)
 		switch {
 		case err == nil:
 			l.sawDate(ans.Date)
+			l.sawDateSent(ans.Date, sent)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
@@ -174,6 +224,11 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 					md[k] = v
 				}
 			}
+			// The claim's nonce goes too: a claim taken back no longer
+			// stands, and a later try of the same Acquire must make a new
+			// one (a new term, its own keys), not adopt this one, whose
+			// keys are gone.
+			delete(md, mdClaim)
 			return md
 		})
 		if err != nil {
