@@ -53,8 +53,7 @@ func (p *Process) HandleSignal(sig os.Signal) {
 			}
 		}
 		p.log.Debug("forwarding stop request", "signal", s, "pgid", p.pgid, "grace", p.grace)
-		p.sendLocked(s)
-		p.sendLocked(syscall.SIGCONT)
+		p.sendLocked(s, syscall.SIGCONT)
 		p.armKillLocked(p.grace)
 	default:
 		p.log.Debug("forwarding signal", "signal", s, "pgid", p.pgid)
@@ -62,19 +61,20 @@ func (p *Process) HandleSignal(sig os.Signal) {
 	}
 }
 
-// sendLocked sends sig to every process of the command unless they are
-// gone; the first failure is logged. The usual one is EPERM: a process
+// sendLocked sends sigs, in order, to every process of the command unless
+// they are gone (one look for the processes outside the group, however
+// many signals); the first failure is logged. The usual one is EPERM: a process
 // that changed its user (sudo, a setuid program) is out of reach of an
 // unprivileged leaderrun. It is then waited for, SIGKILL sent again and
 // again, until killWait after the first SIGKILL, then given up on (drain).
-func (p *Process) sendLocked(sig syscall.Signal) {
+func (p *Process) sendLocked(sigs ...syscall.Signal) {
 	if p.gone {
 		return
 	}
-	if err := p.procs.signal(sig); err != nil && !p.signalErr {
+	if err := p.procs.signal(sigs...); err != nil && !p.signalErr {
 		p.signalErr = true
 		p.log.Warn("could not signal every process of the command; one that cannot be signalled is given up on after SIGKILL, and runs on",
-			"pgid", p.pgid, "signal", sig, "error", err, "give_up_after", killWait)
+			"pgid", p.pgid, "signal", sigs[0], "error", err, "give_up_after", killWait)
 	}
 }
 
@@ -100,8 +100,7 @@ func (p *Process) stopLocked(grace time.Duration) {
 	if !p.stopSent {
 		p.stopSent = true
 		p.log.Debug("stopping the command", "pgid", p.pgid, "signal", p.stopSig, "grace", grace)
-		p.sendLocked(p.stopSig)
-		p.sendLocked(syscall.SIGCONT)
+		p.sendLocked(p.stopSig, syscall.SIGCONT)
 	}
 	p.armKillLocked(grace)
 }

@@ -256,26 +256,37 @@ func (t tree) left() []int {
 	return pids
 }
 
-// signal sends sig to every running process of the tree: to the group as a
-// whole, then to each process outside it. While the guard is in the group,
-// SIGKILL goes to each member instead, sparing the guard, which must
-// outlive the tree to adopt and reap it.
-func (t tree) signal(sig syscall.Signal) error {
+// signal sends sigs, in order, to every running process of the tree: to
+// the group as a whole, then to each process outside it, found by one walk
+// of /proc for all of them. While the guard is in the group, SIGKILL goes
+// to each member instead, sparing the guard, which must outlive the tree to
+// adopt and reap it.
+func (t tree) signal(sigs ...syscall.Signal) error {
+	var errs []error
 	if !procUsable() {
-		return signalGroup(t.root, sig)
+		for _, sig := range sigs {
+			errs = append(errs, signalGroup(t.root, sig))
+		}
+		return errors.Join(errs...)
 	}
 	inGroup := t.guardInGroup()
-	var errs []error
-	if !inGroup || sig != unix.SIGKILL {
-		errs = append(errs, signalGroup(t.root, sig))
+	for _, sig := range sigs {
+		if !inGroup || sig != unix.SIGKILL {
+			errs = append(errs, signalGroup(t.root, sig))
+		}
 	}
 	members, err := t.members()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("runner: list the command's processes: %w", err))...)
 	}
 	for _, m := range members {
-		if m.running() && (m.pgrp != t.root || inGroup && sig == unix.SIGKILL) {
-			errs = append(errs, signalProc(m, sig))
+		if !m.running() {
+			continue
+		}
+		for _, sig := range sigs {
+			if m.pgrp != t.root || inGroup && sig == unix.SIGKILL {
+				errs = append(errs, signalProc(m, sig))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -5,7 +5,10 @@ package runner
 // The command's processes where there is no child subreaper (macOS): its
 // process group.
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // treeWalks: the command's processes are its group alone; leaderrun
 // dismisses a guard still in it before waiting for the group to empty.
@@ -34,4 +37,10 @@ func (t tree) left() []int { return nil }
 
 // signal sends sig to the whole group, the guard included while it is in
 // it.
-func (t tree) signal(sig syscall.Signal) error { return signalGroup(t.root, sig) }
+func (t tree) signal(sigs ...syscall.Signal) error {
+	var errs []error
+	for _, sig := range sigs {
+		errs = append(errs, signalGroup(t.root, sig))
+	}
+	return errors.Join(errs...)
+}
