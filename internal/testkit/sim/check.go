@@ -284,8 +284,10 @@ func (k *checker) applied(a blobsim.Applied) {
 }
 
 // warned is a WARN or ERROR line of inv's. One that says a slot's lease
-// was broken or taken must be true at that moment: the service does not
-// show the slot held by a lease ID of inv's. A warning that lies is no
+// was broken or taken must be true at that moment: a slot still leased by
+// a lease ID of inv's, or whose lease of inv's lapsed with nobody leasing
+// the blob since (its ID could renew it and take the claim back), makes it
+// a lie. A warning that lies is no
 // excuse for a phantom run; it is itself a violation.
 func (k *checker) warned(inv *invocation, line string) {
 	if strings.Contains(line, brokenOrTaken) {
@@ -295,9 +297,10 @@ func (k *checker) warned(inv *invocation, line string) {
 			b, ok := k.w.svc.Blob(container, blob)
 			inv.mu.Lock()
 			ours := ok && b.State == blobsim.Leased && inv.leaseIDs[b.LeaseID]
+			lapsed := ok && b.State == blobsim.Expired && inv.leaseIDs[b.LeaseID]
 			inv.mu.Unlock()
-			if ours {
-				k.w.violate("%s warns that the lease of %s was broken or taken, but it still holds it: %s", inv.id, blob, line)
+			if ours || lapsed {
+				k.w.violate("%s warns that the lease of %s was broken or taken, but the service shows it %s under its own lease ID: %s", inv.id, blob, b.State, line)
 				return
 			}
 		}
