@@ -175,9 +175,9 @@ func send[T any](ctx context.Context, d *doctor, op string, f func(context.Conte
 		r.err = &lease.StorageError{Op: op, Err: err} // no answer came
 	}
 	if raw != nil && raw.Request != nil && d.version == "" {
-		d.version = headerValue(raw.Request.Header, headerVersion)
+		d.version = lease.HeaderValue(raw.Request.Header, headerVersion)
 	}
-	if date := answerDate(raw); !date.IsZero() {
+	if date := lease.AnswerDate(raw); !date.IsZero() {
 		// Date has whole seconds: the service's clock was within the
 		// second after it, at about the middle of the round trip.
 		d.skews = append(d.skews, date.Add(500*time.Millisecond).Sub(sent.Add(r.rtt/2)))
@@ -192,32 +192,6 @@ func onlyErr(f func(context.Context) error) func(context.Context) (struct{}, err
 
 // headerVersion is the request header that carries the API version.
 const headerVersion = "x-ms-version"
-
-// headerValue is h's value for name in any case: the SDK sets its x-ms-*
-// request headers in lowercase, past http.Header's canonical form.
-func headerValue(h http.Header, name string) string {
-	if v := h.Get(name); v != "" {
-		return v
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return vs[0]
-		}
-	}
-	return ""
-}
-
-// answerDate is a raw answer's Date header; zero if absent or malformed.
-func answerDate(resp *http.Response) time.Time {
-	if resp == nil {
-		return time.Time{}
-	}
-	t, err := http.ParseTime(resp.Header.Get("Date"))
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
 
 func (d *doctor) run(ctx context.Context) {
 	if !d.probe(ctx) {

@@ -69,7 +69,7 @@ func (c *Container) mapError(op string, err error) *StorageError {
 	se = &StorageError{Op: op}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		se.StatusCode, se.Code, se.setting, se.date = re.StatusCode, re.ErrorCode, settingOf(re), answerDate(re.RawResponse)
+		se.StatusCode, se.Code, se.setting, se.date = re.StatusCode, re.ErrorCode, settingOf(re), AnswerDate(re.RawResponse)
 		switch {
 		case re.StatusCode == http.StatusNotFound && bloberror.HasCode(err, bloberror.ContainerNotFound):
 			se.kind = kindContainerMissing
@@ -292,7 +292,7 @@ func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
 		return "", true
 	}
 	if resp.Request != nil {
-		sent = headerValue(resp.Request.Header, headerVersion)
+		sent = HeaderValue(resp.Request.Header, headerVersion)
 	}
 	body, err := runtime.Payload(resp)
 	if err != nil || len(bytes.TrimSpace(body)) == 0 {
@@ -302,9 +302,9 @@ func versionRefused(re *azcore.ResponseError) (sent string, ok bool) {
 	return sent, bytes.Contains(lower, []byte(headerVersion)) || bytes.Contains(lower, []byte("api version"))
 }
 
-// headerValue is h's value for name in any case: the SDK sets its x-ms-*
+// HeaderValue is h's value for name in any case: the SDK sets its x-ms-*
 // request headers in lowercase, past http.Header's canonical form.
-func headerValue(h http.Header, name string) string {
+func HeaderValue(h http.Header, name string) string {
 	if v := h.Get(name); v != "" {
 		return v
 	}
@@ -316,8 +316,8 @@ func headerValue(h http.Header, name string) string {
 	return ""
 }
 
-// answerDate is a raw answer's Date header; zero if absent or malformed.
-func answerDate(resp *http.Response) time.Time {
+// AnswerDate is a raw answer's Date header; zero if absent or malformed.
+func AnswerDate(resp *http.Response) time.Time {
 	if resp == nil {
 		return time.Time{}
 	}

@@ -211,7 +211,7 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPut && req.URL.Query().Get("comp") == "metadata" {
 		t.inv.w.atClaim(t.inv, req)
 	}
-	if id := header(req.Header, "x-ms-proposed-lease-id"); id != "" {
+	if id := lease.HeaderValue(req.Header, "x-ms-proposed-lease-id"); id != "" {
 		t.inv.mu.Lock()
 		t.inv.leaseIDs[id] = true
 		t.inv.mu.Unlock()
@@ -224,18 +224,6 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 		return nil, errRefused
 	}
 	return resp, err
-}
-
-// header is h's value for key, found whatever its case: the Azure SDK sets
-// its x-ms- headers by their lower-case names, not canonicalized, which
-// http.Header.Get would miss.
-func header(h http.Header, key string) string {
-	for k, v := range h {
-		if strings.EqualFold(k, key) && len(v) > 0 {
-			return v[0]
-		}
-	}
-	return ""
 }
 
 // traceWriter puts a host's log lines in the trace, and keeps its warnings.
