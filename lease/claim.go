@@ -74,6 +74,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		p = a.takeBackHeld(p)
 		t, err := a.newTerm(l, p)
 		if err != nil {
 			return err
@@ -316,6 +317,49 @@ func (a *attempt) claimOverwritten(p *Properties) {
 			return
 		}
 	}
+}
+
+// takeBackHeld is told of a read that a new claim of this attempt is made
+// from, while an earlier claim of the attempt was never handed over (the
+// renewal before the handover failed, and the lease was acquired again):
+// that claim's run never started. If the blob still records it as its
+// latest run (nobody claimed since, or one who did took theirs back), the
+// new claim takes it back in the same write: p is returned as if it had
+// never been made, its claimed keys as before it (Lease.ReleaseUnused's
+// rule, the term kept). If a later claim archived it, it cannot be taken
+// back: one warning names its term.
+func (a *attempt) takeBackHeld(p *Properties) *Properties {
+	h := a.held
+	if h == nil || h.preRun == nil {
+		return p
+	}
+	a.held = nil // dealt with here: taken back by our write, or warned of
+	id := a.e.cfg.Identity
+	if r, ok := lastRun(p.Metadata); ok && r.Term == h.Term && r.Holder == id {
+		md := lowered(p.Metadata)
+		for k := range md {
+			if claimedKey(k) {
+				delete(md, k)
+			}
+		}
+		for k, v := range h.preRun {
+			if claimedKey(k) {
+				md[k] = v
+			}
+		}
+		q := newProperties(p.State, md, p.Date)
+		q.Exists, q.etag, q.Created = p.Exists, p.etag, p.Created
+		a.e.log.Debug("an earlier claim of ours, never handed over, is taken back by the new one", "term", h.Term)
+		return q
+	}
+	for _, r := range ReadHistory(p.Metadata, false) {
+		if r.Term == h.Term && r.Holder == id {
+			a.e.log.Warn("the claim of a run that never started could not be taken back: history shows it, and it counts for --once-per and --schedule",
+				"term", h.Term, "error", "another holder's claim came after it")
+			break
+		}
+	}
+	return p
 }
 
 // ownClaim reports whether p's metadata holds this attempt's claim.

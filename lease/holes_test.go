@@ -163,3 +163,61 @@ func blobsimSlotsElector(t *testing.T, svc *blobsim.Service, client string, n in
 	}
 	return e
 }
+
+// A claim made, then not handed over because the lease lapsed before the
+// renewal that precedes the handover (a slow --once-per-host check), and
+// another contender claimed and took its claim back meanwhile: the blob
+// records our claim again as its latest run. When the same Acquire gets
+// the lease again, its new claim takes the old one back in the same write:
+// the history never shows a run that nobody started (seeds 45125, 45586
+// and 53307 of the simulator).
+func TestEarlierClaimTakenBackByTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		var mu sync.Mutex
+		var claimedAt time.Time // a's first claim
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 17*time.Second {
+				return blobsim.Plan{Unreachable: true} // the done check fails until the lease lapsed
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(a blobsim.Applied) {
+			mu.Lock()
+			defer mu.Unlock()
+			if a.Client == "a" && a.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+				claimedAt = time.Now()
+				go func() {
+					time.Sleep(16 * time.Second) // the lapsed lease taken, claimed, taken back
+					l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+					if err != nil {
+						t.Errorf("b: %v, want the lapsed lease", err)
+						return
+					}
+					if err := l.ReleaseUnused(t.Context()); err != nil {
+						t.Errorf("b: take back: %v", err)
+					}
+				}()
+			}
+		})
+		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := svc.Blob("leases", "job")
+		var terms []int64
+		for _, r := range ReadHistory(b.Metadata, false) {
+			if r.Holder == "a" {
+				terms = append(terms, r.Term)
+			}
+		}
+		if len(terms) != 1 || terms[0] != l.Term {
+			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over", terms, l.Term)
+		}
+	})
+}

@@ -5,6 +5,7 @@ package sim
 // world has ended (nothing lost).
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leaderrun/leaderrun/exit"
 	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
 	"github.com/leaderrun/leaderrun/lease"
 	"github.com/leaderrun/leaderrun/schedule"
@@ -48,6 +50,7 @@ type checker struct {
 	running    map[string][]*child         // by blob
 	byTerm     map[string]map[int64]*child // by blob, term
 	launches   []*child                    // in order
+	invs       []*invocation               // every invocation, in the order they began
 	maxTerm    map[string]int64            // by blob: the highest term written
 	lastClaim  map[string]string           // by blob: the nonce of the latest claim written
 	claims     map[string][]claimRec       // by identity
@@ -380,10 +383,24 @@ func (k *checker) final() {
 	}
 	switch p.Mode {
 	case ModeServe, ModeSlots:
-		// Someone runs at every instant, but for a handover's gap.
+		// Someone runs at every instant, but for a handover's gap, and
+		// but while no host runs leaderrun for a reason of its own (each
+		// restarts after its delay): from the first to start again.
 		gap := p.PollInterval*6/5 + 5*time.Second
+		ups, downAtEnd := k.fleetUps(to)
+		owed := func(covered, t time.Duration) time.Duration { // when the service was owed again, up to t
+			for _, u := range ups {
+				if u > covered && u <= t {
+					covered = u
+				}
+			}
+			return covered
+		}
 		covered := from
 		for _, c := range launches {
+			if at(c) > covered+gap && at(c) < to {
+				covered = owed(covered, at(c))
+			}
 			if at(c) > covered+gap && at(c) < to {
 				w.violate("nothing lost: nobody ran the service from %s to %s", covered, at(c))
 			}
@@ -391,7 +408,7 @@ func (k *checker) final() {
 				covered = max(covered, diedAt(c))
 			}
 		}
-		if covered+gap < to {
+		if covered = owed(covered, to); covered+gap < to && (downAtEnd < 0 || downAtEnd > covered+gap) {
 			w.violate("nothing lost: nobody ran the service from %s to the end (%s)", covered, to)
 		}
 	case ModeOncePer:
@@ -539,6 +556,76 @@ func (k *checker) retriesNotLost(s *schedule.Schedule, launches []*child, slack 
 			w.tracef("VIOLATION: %s", msg)
 		}
 	}
+}
+
+// began records an invocation as it starts.
+func (k *checker) began(inv *invocation) {
+	k.mu.Lock()
+	k.invs = append(k.invs, inv)
+	k.mu.Unlock()
+}
+
+// fleetUps is when, up to the world's time to, the fleet came back after
+// every host was down at once: each host down from an exit of its own
+// (a COMMAND that ended, a guard that failed: exit 126, or killed) until
+// its next invocation, up again at that invocation's start. An exit that
+// is not such (leaderrun gave up waiting, say) keeps its host up: the
+// service is still owed. downAtEnd is when the fleet went down for the
+// last time and stayed down to the end, or -1.
+func (k *checker) fleetUps(to time.Duration) (ups []time.Duration, downAtEnd time.Duration) {
+	w := k.w
+	k.mu.Lock()
+	invs := slices.Clone(k.invs)
+	k.mu.Unlock()
+	type span struct{ from, to time.Duration }
+	var downs []span
+	byHost := map[*host][]*invocation{}
+	for _, inv := range invs {
+		byHost[inv.h] = append(byHost[inv.h], inv)
+	}
+	for _, list := range byHost {
+		for i, inv := range list {
+			inv.mu.Lock()
+			own := inv.ended && (inv.dead || len(inv.kids) > 0 || inv.exit == exit.NotExec)
+			end := inv.endedAt.Sub(w.start)
+			inv.mu.Unlock()
+			if !own {
+				continue
+			}
+			next := time.Duration(-1) // never: down to the end
+			if i+1 < len(list) {
+				next = list[i+1].began.Sub(w.start)
+			}
+			downs = append(downs, span{end, next})
+		}
+	}
+	type edge struct {
+		at   time.Duration
+		down int // +1 a host goes down, -1 it comes up
+	}
+	var edges []edge
+	for _, d := range downs {
+		edges = append(edges, edge{d.from, +1})
+		if d.to >= 0 {
+			edges = append(edges, edge{d.to, -1})
+		}
+	}
+	// At the same instant, a host comes up before another goes down: the
+	// fleet was not down.
+	slices.SortStableFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.down, b.down)) })
+	n, hosts := 0, len(w.hosts)
+	downAtEnd = -1
+	for _, e := range edges {
+		if e.down < 0 && n == hosts {
+			ups = append(ups, e.at)
+			downAtEnd = -1
+		}
+		n += e.down
+		if n == hosts && e.down > 0 {
+			downAtEnd = e.at
+		}
+	}
+	return ups, downAtEnd
 }
 
 // quietFrom is when the quiet phase is checked from: the faults' end plus

@@ -119,6 +119,8 @@ type invocation struct {
 	kids     []*child
 	exit     int
 	ended    bool
+	began    time.Time // when it started, and ended (zero: not yet)
+	endedAt  time.Time
 	jobs     int  // COMMANDs drawn
 	checks   int  // --ready-cmd runs
 	unready  bool // the latest --ready-cmd failed: it may not acquire
@@ -302,9 +304,10 @@ func (h *host) invoke() int {
 	h.n++
 	ctx, cancel := context.WithCancel(context.Background())
 	inv := &invocation{w: w, h: h, n: h.n, id: fmt.Sprintf("%s:%d", h.name, h.n), sigs: make(chan os.Signal, 4), ctx: ctx, kill: cancel,
-		leaseIDs: map[string]bool{}}
+		leaseIDs: map[string]bool{}, began: time.Now()}
 	h.cur = append(h.cur, inv)
 	h.mu.Unlock()
+	w.chk.began(inv)
 	defer func() {
 		h.mu.Lock()
 		for i, c := range h.cur {
@@ -376,7 +379,7 @@ func (h *host) invoke() int {
 		}
 	}
 	inv.mu.Lock()
-	inv.exit, inv.ended = code, true
+	inv.exit, inv.ended, inv.endedAt = code, true, time.Now()
 	dead := inv.dead
 	inv.mu.Unlock()
 	if !dead {
