@@ -3,10 +3,13 @@ package lease
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leaderrun/leaderrun/internal/testkit/faultproxy"
 )
 
 // Against the emulator: a lease of three slots takes three holders, each on
@@ -89,5 +92,84 @@ func TestAzuriteSlots(t *testing.T) {
 	}
 	for _, x := range append(leases, l) {
 		_ = x.Release(ctx)
+	}
+}
+
+// The slot poll's listing (ListOwn) through the service's hard answers:
+// lease pool has a sibling, pool-a, so each poll lists two pages, the
+// second sent on from pool~ (startFrom). Its pages lost (the connection
+// dropped), then refused 503 ServerBusy, a waiting contender keeps waiting
+// without a claim or a wrong slot, and takes the slot freed once the
+// service answers again, with the term grown.
+func TestAzuriteSlotPollThroughFaults(t *testing.T) {
+	cs := azuriteConnectionString(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := uniqueContainer(t)
+	two := func(c *Config) { c.Slots = 2 }
+	cfg := ClientConfig{ConnectionString: cs, Container: name, Blob: "pool"}
+	var held []*Lease
+	for _, id := range []string{"vm-1", "vm-2"} {
+		l, err := azuriteElector(t, azuriteBlob(t, cfg), id, two).Acquire(ctx, WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		held = append(held, l)
+	}
+	defer func() {
+		for _, l := range held {
+			_ = l.Release(context.Background())
+		}
+	}()
+	if _, err := sdkBlob(t, cs, name, "pool-a").UploadBuffer(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy, pcs := faultproxy.Start(t, cs)
+	e := azuriteElector(t, azuriteBlob(t, ClientConfig{ConnectionString: pcs, Container: name, Blob: "pool"}), "vm-3",
+		func(c *Config) { c.Slots = 2; c.PollInterval = 100 * time.Millisecond })
+	type result struct {
+		l   *Lease
+		err error
+	}
+	done := make(chan result, 1)
+	// The second page of every poll is lost, then refused.
+	proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpList, Query: "startFrom=", Count: 3}})
+	go func() {
+		l, err := e.Acquire(ctx, WaitOptions{Timeout: 45 * time.Second})
+		done <- result{l, err}
+	}()
+	waitUntil := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case r := <-done:
+				t.Fatalf("acquire ended %v, %v while %s", r.l, r.err, what)
+			case <-ctx.Done():
+				t.Fatalf("%s: %v", what, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	waitUntil("the lost pages", func() bool { return lists(proxy) >= 8 })
+	proxy.Set(faultproxy.Mode{LoseAnswer: faultproxy.LoseAnswer{Op: faultproxy.OpList, Query: "startFrom=", Status: http.StatusServiceUnavailable, Code: "ServerBusy"}})
+	from := lists(proxy)
+	waitUntil("the refused pages", func() bool { return lists(proxy) >= from+4 })
+	freed := held[1]
+	if err := freed.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Set(faultproxy.Mode{})
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the waiting contender: %v, want the freed slot once the service answers", r.err)
+	}
+	held = append(held, r.l)
+	if r.l.Slot != freed.Slot || r.l.Term != 2 {
+		t.Errorf("took slot %d term %d, want slot %d term 2", r.l.Slot, r.l.Term, freed.Slot)
+	}
+	if c := proxy.Counts(); c.ByOp[faultproxy.OpSetMetadata] != 1 || c.ByOp[faultproxy.OpAcquire] != 1 {
+		t.Errorf("requests %+v: want one acquire and one claim, once the slot was free", c.ByOp)
 	}
 }

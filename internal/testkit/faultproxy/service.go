@@ -22,6 +22,9 @@ type LoseAnswer struct {
 	// Path, if not empty, must be contained in the request's path (a blob
 	// name, for example "~pause").
 	Path string
+	// Query, if not empty, must be contained in the request's raw query
+	// ("startFrom=" for the pages of a listing sent on from a name).
+	Query string
 	// Count is how many matching requests lose their answer after the
 	// mode is set; later ones pass. 0 or less: every matching request.
 	Count int
@@ -36,7 +39,7 @@ type LoseAnswer struct {
 }
 
 func (l LoseAnswer) matches(r *http.Request) bool {
-	return l.Op != "" && operation(r) == l.Op && strings.Contains(r.URL.Path, l.Path)
+	return l.Op != "" && operation(r) == l.Op && strings.Contains(r.URL.Path, l.Path) && strings.Contains(r.URL.RawQuery, l.Query)
 }
 
 // Throttle answers requests to one blob beyond a rate the way the service
