@@ -360,6 +360,9 @@ func (a *attempt) try(ctx context.Context, pr *inflight) (*Lease, error) {
 	// of the acquire: COMMAND never starts on a lease about to be lost.
 	if time.Until(l.stopAt()) < l.renewTry() {
 		if err := a.refresh(ctx, l); err != nil {
+			// The lease may lapse, others write, and the next try acquire
+			// it again with our lease ID: its take-back reads the blob first.
+			l.lapsed = true
 			return nil, err
 		}
 	}

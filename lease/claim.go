@@ -333,31 +333,22 @@ func (a *attempt) takeBackHeld(p *Properties) *Properties {
 	if h == nil || h.preRun == nil {
 		return p
 	}
-	a.held = nil // dealt with here: taken back by our write, or warned of
-	id := a.e.cfg.Identity
-	if r, ok := lastRun(p.Metadata); ok && r.Term == h.Term && r.Holder == id {
-		md := lowered(p.Metadata)
-		for k := range md {
-			if claimedKey(k) {
-				delete(md, k)
-			}
-		}
-		for k, v := range h.preRun {
-			if claimedKey(k) {
-				md[k] = v
-			}
-		}
-		q := newProperties(p.State, md, p.Date)
+	// a.held stays until a write made from p lands: a write refused or
+	// lost leaves the old claim standing, for the next read (or cleanup:
+	// Lease.ReleaseUnused, from a read, since h lapsed) to take back.
+	h.mu.Lock()
+	stands, archived := h.standsIn(p.Metadata), h.archivedIn(p.Metadata)
+	h.mu.Unlock()
+	switch {
+	case stands:
+		q := newProperties(p.State, takenBack(p.Metadata, h.preRun), p.Date)
 		q.Exists, q.etag, q.Created = p.Exists, p.etag, p.Created
 		a.e.log.Debug("an earlier claim of ours, never handed over, is taken back by the new one", "term", h.Term)
 		return q
-	}
-	for _, r := range ReadHistory(p.Metadata, false) {
-		if r.Term == h.Term && r.Holder == id {
-			a.e.log.Warn("the claim of a run that never started could not be taken back: history shows it, and it counts for --once-per and --schedule",
-				"term", h.Term, "error", "another holder's claim came after it")
-			break
-		}
+	case archived:
+		a.held = nil // nothing left to take back: warned once
+		a.e.log.Warn("the claim of a run that never started could not be taken back: history shows it, and it counts for --once-per and --schedule",
+			"term", h.Term, "error", errArchived)
 	}
 	return p
 }

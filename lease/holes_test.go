@@ -221,3 +221,200 @@ func TestEarlierClaimTakenBackByTheNext(t *testing.T) {
 		}
 	})
 }
+
+// TestEarlierClaimTakenBackByTheNext, but the new claim's first write is
+// refused (503, not applied): the earlier claim is still to take back, by
+// the write the claim sends again from its next read.
+func TestEarlierClaimTakenBackAfterARefusedWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		var mu sync.Mutex
+		var claimedAt time.Time
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 17*time.Second {
+				return blobsim.Plan{Unreachable: true}
+			}
+			if r.Client == "a" && r.Op == blobsim.OpSetMetadata && r.Blob == "job" && r.Seq == 1 {
+				return blobsim.Plan{Refuse: 503} // the new claim's first write: refused, not applied
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(a blobsim.Applied) {
+			mu.Lock()
+			defer mu.Unlock()
+			if a.Client == "a" && a.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+				claimedAt = time.Now()
+				go func() {
+					time.Sleep(16 * time.Second)
+					l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+					if err != nil {
+						t.Errorf("b: %v", err)
+						return
+					}
+					if err := l.ReleaseUnused(t.Context()); err != nil {
+						t.Errorf("b: take back: %v", err)
+					}
+				}()
+			}
+		})
+		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := svc.Blob("leases", "job")
+		var terms []int64
+		for _, r := range ReadHistory(b.Metadata, false) {
+			if r.Holder == "a" {
+				terms = append(terms, r.Term)
+			}
+		}
+		if len(terms) != 1 || terms[0] != l.Term {
+			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over", terms, l.Term)
+		}
+	})
+}
+
+// The same start, but b's term-2 run really starts and ends. a's renewal
+// before the handover fails, a acquires the lease again with its lease ID
+// (free now) and is asked to stop before its claim: the take-back of a's
+// term-1 claim is made from a read of the blob, not from the metadata a
+// last wrote, so b's run stays and the term does not go back.
+func TestLapsedClaimTakeBackKeepsALaterRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var mu sync.Mutex
+		var claimedAt time.Time
+		acquires := 0
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 25*time.Second {
+				return blobsim.Plan{Unreachable: true}
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(ap blobsim.Applied) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ap.Client == "a" && ap.Op == blobsim.OpAcquire && ap.Status < 300 {
+				acquires++
+				if acquires == 2 {
+					cancel() // SIGTERM right as a has its lease again
+				}
+			}
+			if ap.Client == "a" && ap.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+				claimedAt = time.Now()
+				go func() {
+					time.Sleep(16 * time.Second)
+					l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+					if err != nil {
+						t.Errorf("b: %v", err)
+						return
+					}
+					if err := l.RecordRunStart(t.Context()); err != nil {
+						t.Error(err)
+					}
+					time.Sleep(2 * time.Second)
+					if err := l.RecordRunEnd(t.Context(), 0); err != nil {
+						t.Error(err)
+					}
+					if err := l.Release(t.Context()); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+		})
+		if _, err := blobsimElector(t, svc, "a", "job").Acquire(ctx, WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute}); !errors.Is(err, context.Canceled) {
+			t.Errorf("a: %v, want context.Canceled", err)
+		}
+		b, _ := svc.Blob("leases", "job")
+		found := false
+		for _, r := range ReadHistory(b.Metadata, false) {
+			if r.Holder == "b" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("b's run, which started and ended, is gone from the blob: %v", b.Metadata)
+		}
+		if b.Metadata[mdTerm] != "2" {
+			t.Errorf("term = %s, want 2 (it went back)", b.Metadata[mdTerm])
+		}
+	})
+}
+
+// As TestLapsedClaimTakeBackKeepsALaterRun, without a stop request: the
+// pause marker's read after a's second acquire fails once (a blip), and
+// the attempt's cleanup takes the term-1 claim back, from a read.
+func TestLapsedClaimTakeBackKeepsALaterRunOnABlip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		var mu sync.Mutex
+		var claimedAt time.Time
+		acquires := 0
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 20*time.Second {
+				return blobsim.Plan{Unreachable: true}
+			}
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && r.Blob == PauseBlob("job") && acquires == 2 {
+				acquires++
+				return blobsim.Plan{Refuse: 503}
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(ap blobsim.Applied) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ap.Client == "a" && ap.Op == blobsim.OpAcquire && ap.Status < 300 && acquires < 2 {
+				acquires++
+			}
+			if ap.Client == "a" && ap.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+				claimedAt = time.Now()
+				go func() {
+					time.Sleep(16 * time.Second)
+					l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+					if err != nil {
+						t.Errorf("b: %v", err)
+						return
+					}
+					time.Sleep(2 * time.Second)
+					if err := l.RecordRunEnd(t.Context(), 0); err != nil {
+						t.Error(err)
+					}
+					if err := l.Release(t.Context()); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+		})
+		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("a: %v, want the lease", err)
+		}
+		if l.Term != 3 {
+			t.Errorf("a's term %d, want 3: term 2 is b's, whose run happened", l.Term)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := svc.Blob("leases", "job")
+		found := false
+		for _, r := range ReadHistory(b.Metadata, false) {
+			if r.Holder == "b" && r.Term == 2 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("b's run, which started and ended, is gone from the blob: %v", b.Metadata)
+		}
+	})
+}

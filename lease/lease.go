@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
@@ -54,8 +55,12 @@ type Lease struct {
 	meta             map[string]string // the blob's metadata as last written by us
 	runStartRecorded bool              // the claim wrote lastrunstart: the first RecordRunStart has nothing to do
 	preRun           map[string]string // the metadata before the claim: ReleaseUnused puts its claimed keys back
-	date             time.Time         // the latest service Date seen
-	dateAt           time.Time         // when that answer arrived (monotonic)
+	// lapsed: the renewal before the handover failed: the lease may have
+	// lapsed, others written, and the lease been acquired again with its
+	// ID; meta may not be the blob's.
+	lapsed bool
+	date   time.Time // the latest service Date seen
+	dateAt time.Time // when that answer arrived (monotonic)
 	// dateHi and dateHiSent bound the service's clock from above: it read
 	// before dateHi when dateHiSent (monotonic) was sent (an answer's
 	// Date, truncated to the second, plus a second); of the answers whose
@@ -213,24 +218,14 @@ func (l *Lease) updateMetadata(ctx context.Context, op string, edit func(map[str
 func (l *Lease) ReleaseUnused(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	if l.preRun != nil {
-		err := l.updateMetadata(ctx, "take back the claim", func(md map[string]string) map[string]string {
-			for k := range md {
-				if claimedKey(k) {
-					delete(md, k)
-				}
-			}
-			for k, v := range l.preRun {
-				if claimedKey(k) {
-					md[k] = v
-				}
-			}
-			// The claim's nonce goes too: a claim taken back no longer
-			// stands, and a later try of the same Acquire must make a new
-			// one (a new term, its own keys), not adopt this one, whose
-			// keys are gone.
-			delete(md, mdClaim)
-			return md
-		})
+		var err error
+		if l.lapsed {
+			err = l.takeBackRead(ctx)
+		} else {
+			err = l.updateMetadata(ctx, "take back the claim", func(md map[string]string) map[string]string {
+				return takenBack(md, l.preRun)
+			})
+		}
 		if err != nil {
 			l.log.Warn("the claim of a run that never started could not be taken back: history shows it, and it counts for --once-per and --schedule",
 				"term", l.Term, "error", err)
@@ -239,6 +234,88 @@ func (l *Lease) ReleaseUnused(ctx context.Context) error {
 		}
 	}
 	return l.Release(ctx)
+}
+
+// takenBack is md with a claim taken back: its claimed keys as in preRun,
+// the metadata the claim was made from, every other key (the term) kept.
+// The claim's nonce goes too: a claim taken back no longer stands, and a
+// later try of the same Acquire must make a new one (a new term, its own
+// keys), not adopt this one, whose keys are gone.
+func takenBack(md, preRun map[string]string) map[string]string {
+	out := lowered(md)
+	for k := range out {
+		if claimedKey(k) {
+			delete(out, k)
+		}
+	}
+	for k, v := range preRun {
+		if claimedKey(k) {
+			out[k] = v
+		}
+	}
+	delete(out, mdClaim)
+	return out
+}
+
+// standsIn reports whether md's latest run is still the one l's claim
+// recorded: its term, holder and start.
+func (l *Lease) standsIn(md map[string]string) bool {
+	r, ok := lastRun(md)
+	return ok && r.Term == l.Term && r.Holder == l.Identity && md[mdLastRunStart] != "" && md[mdLastRunStart] == l.meta[mdLastRunStart]
+}
+
+// archivedIn reports whether md's history holds l's claim as an earlier run.
+func (l *Lease) archivedIn(md map[string]string) bool {
+	for _, r := range ReadHistory(md, false) {
+		if r.Term == l.Term && r.Holder == historyHolder(l.Identity) {
+			return true
+		}
+	}
+	return false
+}
+
+// errArchived: a claim to take back was archived by a later one.
+var errArchived = errors.New("another holder's claim came after it")
+
+// takeBackRead takes the claim back for a lease that lapsed (l.lapsed):
+// from a read of the blob, not from meta, and If-Match that read's ETag,
+// so that nothing another holder wrote meanwhile is undone. Only a claim
+// still the blob's latest run is taken back; one that a later claim
+// archived cannot be (errArchived); one not there, nothing is to do.
+func (l *Lease) takeBackRead(ctx context.Context) error {
+	const op = "take back the claim"
+	return retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
+		p, err := l.b.getProperties(rctx)
+		if err != nil {
+			return renamed(err, op)
+		}
+		l.mu.Lock()
+		stands, archived := l.standsIn(p.Metadata), l.archivedIn(p.Metadata)
+		l.mu.Unlock()
+		switch {
+		case archived && !stands:
+			return errArchived
+		case !stands:
+			return nil
+		}
+		md := takenBack(p.Metadata, l.preRun)
+		sent := time.Now()
+		ans, err := l.b.api.setMetadata(rctx, l.ID, p.etag, md)
+		if se := asStorageError(err); se != nil && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+			retry := *se // written since the read: read again
+			retry.kind = kindTransient
+			return &retry
+		}
+		if err != nil {
+			return renamed(err, op)
+		}
+		l.sawDate(ans.Date)
+		l.sawDateSent(ans.Date, sent)
+		l.mu.Lock()
+		l.meta = md
+		l.mu.Unlock()
+		return nil
+	})
 }
 
 // Release stops the keeper, then releases the lease within 5 s of a fresh

@@ -387,11 +387,17 @@ func (k *checker) final() {
 		// but while no host runs leaderrun for a reason of its own (each
 		// restarts after its delay): from the first to start again.
 		gap := p.PollInterval*6/5 + 5*time.Second
-		ups, downAtEnd := k.fleetUps(to)
-		owed := func(covered, t time.Duration) time.Duration { // when the service was owed again, up to t
-			for _, u := range ups {
-				if u > covered && u <= t {
-					covered = u
+		downs, downAtEnd := k.fleetDowns()
+		// owed is when the service was owed again, a launch at t coming:
+		// the end of a time the whole fleet was down, begun before the
+		// gap allowed after covered was over.
+		owed := func(covered, t time.Duration) time.Duration {
+			for again := true; again; {
+				again = false
+				for _, d := range downs {
+					if d.from <= covered+gap && d.to > covered && d.to <= t {
+						covered, again = d.to, true
+					}
 				}
 			}
 			return covered
@@ -403,6 +409,7 @@ func (k *checker) final() {
 			}
 			if at(c) > covered+gap && at(c) < to {
 				w.violate("nothing lost: nobody ran the service from %s to %s", covered, at(c))
+				covered = at(c)
 			}
 			if at(c) <= covered+gap {
 				covered = max(covered, diedAt(c))
@@ -565,24 +572,30 @@ func (k *checker) began(inv *invocation) {
 	k.mu.Unlock()
 }
 
-// fleetUps is when, up to the world's time to, the fleet came back after
-// every host was down at once: each host down from an exit of its own
-// (a COMMAND that ended, a guard that failed: exit 126, or killed) until
-// its next invocation, up again at that invocation's start. An exit that
-// is not such (leaderrun gave up waiting, say) keeps its host up: the
-// service is still owed. downAtEnd is when the fleet went down for the
-// last time and stayed down to the end, or -1.
-func (k *checker) fleetUps(to time.Duration) (ups []time.Duration, downAtEnd time.Duration) {
+// span is a time of the world, from its start.
+type span struct{ from, to time.Duration }
+
+// fleetDowns is when every host was down at once: each host down from an
+// exit of its own (a COMMAND that ended, a guard that failed: exit 126, or
+// killed) until its next invocation starts. An exit that is not such
+// (leaderrun gave up waiting, say) keeps its host up: the service is still
+// owed. downAtEnd is when the fleet went down for the last time and
+// stayed down to the end, or -1. One invocation at a time per host, as in
+// the modes that run a service.
+func (k *checker) fleetDowns() (downs []span, downAtEnd time.Duration) {
 	w := k.w
 	k.mu.Lock()
 	invs := slices.Clone(k.invs)
 	k.mu.Unlock()
-	type span struct{ from, to time.Duration }
-	var downs []span
 	byHost := map[*host][]*invocation{}
 	for _, inv := range invs {
 		byHost[inv.h] = append(byHost[inv.h], inv)
 	}
+	type edge struct {
+		at   time.Duration
+		down int // +1 a host goes down, -1 it comes up
+	}
+	var edges []edge
 	for _, list := range byHost {
 		for i, inv := range list {
 			inv.mu.Lock()
@@ -592,22 +605,10 @@ func (k *checker) fleetUps(to time.Duration) (ups []time.Duration, downAtEnd tim
 			if !own {
 				continue
 			}
-			next := time.Duration(-1) // never: down to the end
+			edges = append(edges, edge{end, +1})
 			if i+1 < len(list) {
-				next = list[i+1].began.Sub(w.start)
+				edges = append(edges, edge{list[i+1].began.Sub(w.start), -1})
 			}
-			downs = append(downs, span{end, next})
-		}
-	}
-	type edge struct {
-		at   time.Duration
-		down int // +1 a host goes down, -1 it comes up
-	}
-	var edges []edge
-	for _, d := range downs {
-		edges = append(edges, edge{d.from, +1})
-		if d.to >= 0 {
-			edges = append(edges, edge{d.to, -1})
 		}
 	}
 	// At the same instant, a host comes up before another goes down: the
@@ -617,7 +618,7 @@ func (k *checker) fleetUps(to time.Duration) (ups []time.Duration, downAtEnd tim
 	downAtEnd = -1
 	for _, e := range edges {
 		if e.down < 0 && n == hosts {
-			ups = append(ups, e.at)
+			downs = append(downs, span{downAtEnd, e.at})
 			downAtEnd = -1
 		}
 		n += e.down
@@ -625,7 +626,7 @@ func (k *checker) fleetUps(to time.Duration) (ups []time.Duration, downAtEnd tim
 			downAtEnd = e.at
 		}
 	}
-	return ups, downAtEnd
+	return downs, downAtEnd
 }
 
 // quietFrom is when the quiet phase is checked from: the faults' end plus
