@@ -33,6 +33,7 @@ type attempt struct {
 	claimSent bool
 	claimBase map[string]string // the metadata our latest claim was made from (Lease.ReleaseUnused puts it back)
 	claimTerm int64             // the term our latest claim wrote
+	claimMD   map[string]string // and the metadata it wrote
 	held      *Lease            // claimed but not handed over yet (the renewal before it failed)
 	// With several slots: the attempt on each slot tried (slotAttempt),
 	// and for such a one, the attempt it belongs to and its slot.

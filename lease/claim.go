@@ -30,8 +30,11 @@ import (
 // read never: the claim reads again, slower but right). The write carries
 // If-Match: that ETag with the lease ID, so it lands only on the version
 // read; a 412 ConditionNotMet (or no reusable read) falls back to a read
-// after the acquire, as the only writer while we hold the lease. Either way
-// the term written is the stored term as of our acquire, plus one. The
+// after the acquire, and the write goes If-Match that read's ETag: the
+// only writer while we hold the lease, but a write applied late must not
+// land on what another holder wrote after our lease lapsed and before the
+// same Acquire took it again with our lease ID. Either way the term
+// written is the stored term as of our acquire, plus one. The
 // claim's service time (lastrunstart, the once-per decision) is the later of
 // the read's Date and the acquire's: a reused poll read may be older than
 // the acquire, and must not date the run.
@@ -46,11 +49,8 @@ import (
 func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error {
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), minTime(time.Now().Add(requestTimeout), l.stopAt()))
 	defer cancel()
-	p, ifMatch := reused, ""
-	if p != nil {
-		ifMatch = p.etag
-	}
-	for ; ; p, ifMatch = nil, "" { // every retry reads the blob again
+	p := reused
+	for ; ; p = nil { // every retry reads the blob again
 		if p == nil {
 			var err error
 			if p, err = a.b.getProperties(rctx); err != nil {
@@ -60,6 +60,10 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 				return &StorageError{Op: "get properties", StatusCode: 404, Code: codeBlobNotFound, kind: kindTransient}
 			}
 		}
+		// Every write goes If-Match the version read, a read after the
+		// acquire too: a write that the service applied late cannot land
+		// on what another holder wrote since.
+		ifMatch := p.etag
 		if a.ownClaim(p) {
 			// Our claim landed, though its answer was lost: it stands.
 			a.e.log.Debug("found our own claim: its answer was lost", "term", p.Term)
@@ -92,7 +96,7 @@ func (a *attempt) claim(ctx context.Context, l *Lease, reused *Properties) error
 			}
 			return t.foundLost
 		}
-		a.claimSent, a.claimBase, a.claimTerm = true, lowered(p.Metadata), t.term
+		a.claimSent, a.claimBase, a.claimTerm, a.claimMD = true, lowered(p.Metadata), t.term, t.md
 		ans, err := a.writeClaim(ctx, rctx, l.ID, ifMatch, t.md)
 		switch se := asStorageError(err); {
 		case se != nil && ifMatch != "" && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet:
@@ -299,9 +303,12 @@ func (a *attempt) newTerm(l *Lease, p *Properties) (termWrite, error) {
 }
 
 // claimOverwritten is told of a read without our nonce: a claim of ours
-// that may have landed unanswered is not there (any more). If the history
-// shows it, it landed and another holder's claim (our lease having lapsed)
-// archived it: a run that never started, which cannot be taken back now.
+// that may have landed unanswered is not there (any more). If the blob
+// still records it as its latest run, it landed, and another holder's claim
+// over it (our lease having lapsed) was taken back: ours is still to take
+// back, by our next claim or the attempt's cleanup (a.held, lapsed). If the
+// history shows it under a later run, that claim archived it: a run that
+// never started, which cannot be taken back now.
 func (a *attempt) claimOverwritten(p *Properties) {
 	if !a.claimSent {
 		return
@@ -310,12 +317,18 @@ func (a *attempt) claimOverwritten(p *Properties) {
 	if p.Term <= a.claimTerm {
 		return // no claim since ours: ours never landed
 	}
-	for _, r := range ReadHistory(p.Metadata, false) {
-		if r.Term == a.claimTerm && r.Holder == a.e.cfg.Identity {
-			a.e.log.Warn("a claim whose answer was lost had landed, and another holder took the lease over it: history shows a run that never started, and it could not be taken back",
-				"term", r.Term)
-			return
-		}
+	h := newLease(a.b, a.e.cfg, a.e.dice, a.leaseID, time.Now(), time.Time{})
+	h.Term, h.meta, h.preRun, h.lapsed = a.claimTerm, a.claimMD, a.claimBase, true
+	if a.parent != nil {
+		h.Name, h.Slot = a.parent.b.name, a.slot
+	}
+	switch {
+	case h.standsIn(p.Metadata):
+		a.e.log.Debug("a claim whose answer was lost had landed, and is again the latest run: to take back", "term", h.Term)
+		a.held = h
+	case h.archivedIn(p.Metadata):
+		a.e.log.Warn("a claim whose answer was lost had landed, and another holder took the lease over it: history shows a run that never started, and it could not be taken back",
+			"term", h.Term)
 	}
 }
 

@@ -194,7 +194,8 @@ func TestHandoverIsAcquireAndWrite(t *testing.T) {
 }
 
 // Someone else took a term between a follower's poll read and its acquire:
-// the ETags differ, the claim reads again, and the term follows theirs. (An
+// the ETags differ, the claim reads again, and writes If-Match that read's
+// ETag the term that follows theirs. (An
 // optimistic start reads only after its acquire, so it cannot meet this.)
 func TestClaimETagMismatchFallsBack(t *testing.T) {
 	for _, follower := range []bool{true} {
@@ -231,8 +232,8 @@ func TestClaimETagMismatchFallsBack(t *testing.T) {
 					(follower && ops[n-3] != opAcquire) {
 					t.Errorf("operations %v: want the claim's own read after the acquire", ops)
 				}
-				if im := s.ifMatchesSent(); !slices.Equal(im, []string{""}) {
-					t.Errorf("If-Match %q, want none after the fallback read", im)
+				if im := s.ifMatchesSent(); len(im) != 1 || im[0] == "" {
+					t.Errorf("If-Match %q, want one: the fallback read's ETag", im)
 				}
 				if l.Term != 21 || s.metadata()["term"] != "21" || s.metadata()["holder"] != "vm-1" {
 					t.Errorf("term %d, metadata %v: want 21 after the other holder's 20", l.Term, s.metadata())
@@ -247,8 +248,8 @@ func TestClaimETagMismatchFallsBack(t *testing.T) {
 }
 
 // The conditional write is refused (the blob changed in a way the ETag
-// comparison did not see): the claim reads again and writes the term that
-// follows what it finds.
+// comparison did not see): the claim reads again and writes, If-Match that
+// read's ETag, the term that follows what it finds.
 func TestClaimFallsBackOn412(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newFakeStore(t)
@@ -264,8 +265,8 @@ func TestClaimFallsBackOn412(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if im := s.ifMatchesSent(); len(im) != 2 || im[0] == "" || im[1] != "" {
-			t.Errorf("If-Match %q, want the read's ETag, then none", im)
+		if im := s.ifMatchesSent(); len(im) != 2 || im[0] == "" || im[1] == "" || im[0] == im[1] {
+			t.Errorf("If-Match %q, want the read's ETag, then the fallback read's", im)
 		}
 		if s.count(opGetProps) != 2 || s.count(opAcquire) != 1 || s.count(opRelease) != 0 {
 			t.Errorf("reads %d, acquires %d, releases %d: want one more read, no new acquire",

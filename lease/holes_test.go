@@ -2,17 +2,23 @@ package lease
 
 // Claims that must not be lost, against the in-memory model of the Blob
 // service: a stop request while the claim is in flight, a run taken back
-// with its occurrence, a slot whose claim's answer was lost, and the last
-// renewal before a lease is handed over. Each found by the simulator first
-// (internal/testkit/sim); each pinned here.
+// with its occurrence, a slot whose claim's answer was lost, the last
+// renewal before a lease is handed over, and a claim never handed over,
+// taken back later. Each found by the simulator, or by a read of a fix for
+// what it found; each pinned here.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/leaderrun/leaderrun/internal/testkit/blobsim"
 )
@@ -350,71 +356,217 @@ func TestLapsedClaimTakeBackKeepsALaterRun(t *testing.T) {
 	})
 }
 
-// As TestLapsedClaimTakeBackKeepsALaterRun, without a stop request: the
-// pause marker's read after a's second acquire fails once (a blip), and
-// the attempt's cleanup takes the term-1 claim back, from a read.
-func TestLapsedClaimTakeBackKeepsALaterRunOnABlip(t *testing.T) {
+// As TestLapsedClaimTakeBackKeepsALaterRun, without a stop request: a
+// acquires again, and its term-1 claim, archived by b's run since, cannot
+// be taken back: one warning names term 1, whether a's next claim finds it
+// so or, after the pause marker's read fails once (a blip), the attempt's
+// cleanup does (from a read: b's run stays). a's run is term 3.
+func TestLapsedClaimArchivedIsWarnedOnce(t *testing.T) {
+	for _, blip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blip %v", blip), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testLapsedClaimArchived(t, blip) })
+		})
+	}
+}
+
+func testLapsedClaimArchived(t *testing.T, blip bool) {
+	svc := blobsim.New()
+	var mu sync.Mutex
+	var claimedAt time.Time
+	acquires := 0
+	svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 20*time.Second {
+			return blobsim.Plan{Unreachable: true}
+		}
+		if blip && r.Client == "a" && r.Op == blobsim.OpGetProperties && r.Blob == PauseBlob("job") && acquires == 2 {
+			acquires++
+			return blobsim.Plan{Refuse: 503}
+		}
+		return blobsim.Plan{}
+	}))
+	svc.OnApply(func(ap blobsim.Applied) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ap.Client == "a" && ap.Op == blobsim.OpAcquire && ap.Status < 300 && acquires < 2 {
+			acquires++
+		}
+		if ap.Client == "a" && ap.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+			claimedAt = time.Now()
+			go func() {
+				time.Sleep(16 * time.Second)
+				l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+				if err != nil {
+					t.Errorf("b: %v", err)
+					return
+				}
+				time.Sleep(2 * time.Second)
+				if err := l.RecordRunEnd(t.Context(), 0); err != nil {
+					t.Error(err)
+				}
+				if err := l.Release(t.Context()); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	})
+	var logs bytes.Buffer
+	e := blobsimElector(t, svc, "a", "job")
+	cfg := e.Config()
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	e, err := NewElector(e.b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.Acquire(t.Context(), WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("a: %v, want the lease", err)
+	}
+	if l.Term != 3 {
+		t.Errorf("a's term %d, want 3: term 2 is b's, whose run happened", l.Term)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := svc.Blob("leases", "job")
+	found := false
+	for _, r := range ReadHistory(b.Metadata, false) {
+		if r.Holder == "b" && r.Term == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("b's run, which started and ended, is gone from the blob: %v", b.Metadata)
+	}
+	warned := strings.Count(logs.String(), "could not be taken back")
+	if warned != 1 || !strings.Contains(logs.String(), "term=1") {
+		t.Errorf("%d warnings that a claim could not be taken back, want one naming term 1: %q", warned, logs.String())
+	}
+}
+
+// TestEarlierClaimTakenBackByTheNext with the claim's answer lost instead
+// of a failed renewal: a's claim of term 1 lands, its answer is lost, a's
+// requests fail until its lease lapsed; b acquires, claims term 2 and takes
+// it back, so the blob records a's term-1 claim again as its latest run,
+// without a's nonce. a's next claim takes the term-1 claim back.
+func TestLostAnswerClaimTakenBackByTheNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := blobsim.New()
 		var mu sync.Mutex
 		var claimedAt time.Time
-		acquires := 0
 		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
 			mu.Lock()
 			defer mu.Unlock()
-			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 20*time.Second {
-				return blobsim.Plan{Unreachable: true}
+			if r.Client == "a" && r.Op == blobsim.OpSetMetadata && r.Seq == 0 {
+				return blobsim.Plan{Lose: true, LoseAs: -1} // applied, answer lost
 			}
-			if r.Client == "a" && r.Op == blobsim.OpGetProperties && r.Blob == PauseBlob("job") && acquires == 2 {
-				acquires++
-				return blobsim.Plan{Refuse: 503}
+			if r.Client == "a" && !claimedAt.IsZero() && time.Since(claimedAt) < 17*time.Second {
+				return blobsim.Plan{Unreachable: true}
 			}
 			return blobsim.Plan{}
 		}))
 		svc.OnApply(func(ap blobsim.Applied) {
 			mu.Lock()
 			defer mu.Unlock()
-			if ap.Client == "a" && ap.Op == blobsim.OpAcquire && ap.Status < 300 && acquires < 2 {
-				acquires++
-			}
 			if ap.Client == "a" && ap.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
 				claimedAt = time.Now()
 				go func() {
 					time.Sleep(16 * time.Second)
 					l, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
 					if err != nil {
-						t.Errorf("b: %v", err)
+						t.Errorf("b: %v, want the lapsed lease", err)
 						return
 					}
-					time.Sleep(2 * time.Second)
-					if err := l.RecordRunEnd(t.Context(), 0); err != nil {
-						t.Error(err)
-					}
-					if err := l.Release(t.Context()); err != nil {
-						t.Error(err)
+					if err := l.ReleaseUnused(t.Context()); err != nil {
+						t.Errorf("b: take back: %v", err)
 					}
 				}()
 			}
 		})
-		l, err := blobsimElector(t, svc, "a", "job").Acquire(t.Context(), WaitOptions{OncePerHost: "vm-1", Timeout: time.Minute})
+		var logs bytes.Buffer
+		e := blobsimElector(t, svc, "a", "job")
+		cfg := e.Config()
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+		e, err := NewElector(e.b, cfg)
 		if err != nil {
-			t.Fatalf("a: %v, want the lease", err)
+			t.Fatal(err)
 		}
-		if l.Term != 3 {
-			t.Errorf("a's term %d, want 3: term 2 is b's, whose run happened", l.Term)
+		l, err := e.Acquire(t.Context(), WaitOptions{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := svc.Blob("leases", "job")
-		found := false
+		var terms []int64
 		for _, r := range ReadHistory(b.Metadata, false) {
-			if r.Holder == "b" && r.Term == 2 {
-				found = true
+			if r.Holder == "a" {
+				terms = append(terms, r.Term)
 			}
 		}
-		if !found {
-			t.Errorf("b's run, which started and ended, is gone from the blob: %v", b.Metadata)
+		if len(terms) != 1 || terms[0] != l.Term {
+			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over (warnings: %q)",
+				terms, l.Term, strings.TrimSpace(logs.String()))
+		}
+	})
+}
+
+// A claim whose renewal before the handover failed, taken back on a stop
+// request when the lease is no longer ours (free: another only read it,
+// and skipped for our claim's --once-per window): the take-back acquires
+// the free lease with our lease ID first, then takes the claim back, and
+// spends no window.
+func TestLapsedClaimTakenBackFromAFreeLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var mu sync.Mutex
+		var claimedAt time.Time
+		svc.SetFaults(blobsim.FaultsFunc(func(r blobsim.Request) blobsim.Plan {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Client == "a" && r.Op == blobsim.OpGetProperties && !claimedAt.IsZero() && time.Since(claimedAt) < 17*time.Second {
+				return blobsim.Plan{Unreachable: true} // the done check, slow
+			}
+			return blobsim.Plan{}
+		}))
+		svc.OnApply(func(ap blobsim.Applied) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ap.Client == "a" && ap.Op == blobsim.OpRenew && ap.Status >= 300 {
+				cancel() // a stop request right as the renewal before the handover failed
+			}
+			if ap.Client == "a" && ap.Op == blobsim.OpSetMetadata && claimedAt.IsZero() {
+				claimedAt = time.Now()
+				go func() {
+					time.Sleep(16 * time.Second)
+					_, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true, OncePer: time.Hour})
+					if !errors.Is(err, ErrSkipped) {
+						t.Errorf("b: %v, want a skip for a's claim", err)
+					}
+				}()
+			}
+		})
+		var logs bytes.Buffer
+		e := blobsimElector(t, svc, "a", "job")
+		cfg := e.Config()
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+		e, err := NewElector(e.b, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Acquire(ctx, WaitOptions{OncePerHost: "vm-1", OncePer: time.Hour, Timeout: time.Minute}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a: %v, want context.Canceled", err)
+		}
+		b, _ := svc.Blob("leases", "job")
+		for _, r := range ReadHistory(b.Metadata, false) {
+			if r.Holder == "a" {
+				t.Errorf("a's term-%d claim, whose run never started, stands on a free blob (state %s); warnings: %q",
+					r.Term, b.State, strings.TrimSpace(logs.String()))
+			}
 		}
 	})
 }

@@ -264,7 +264,8 @@ func (l *Lease) standsIn(md map[string]string) bool {
 	return ok && r.Term == l.Term && r.Holder == l.Identity && md[mdLastRunStart] != "" && md[mdLastRunStart] == l.meta[mdLastRunStart]
 }
 
-// archivedIn reports whether md's history holds l's claim as an earlier run.
+// archivedIn reports whether md's history holds l's claim (as its latest
+// run, or an earlier one: ask standsIn first).
 func (l *Lease) archivedIn(md map[string]string) bool {
 	for _, r := range ReadHistory(md, false) {
 		if r.Term == l.Term && r.Holder == historyHolder(l.Identity) {
@@ -277,14 +278,20 @@ func (l *Lease) archivedIn(md map[string]string) bool {
 // errArchived: a claim to take back was archived by a later one.
 var errArchived = errors.New("another holder's claim came after it")
 
-// takeBackRead takes the claim back for a lease that lapsed (l.lapsed):
-// from a read of the blob, not from meta, and If-Match that read's ETag,
-// so that nothing another holder wrote meanwhile is undone. Only a claim
-// still the blob's latest run is taken back; one that a later claim
-// archived cannot be (errArchived); one not there, nothing is to do.
+// takeBackRead takes the claim back for a lease that may have lapsed
+// (l.lapsed): it acquires the lease with our ID first (ours still, or
+// free; another's: that holder's claim decides, and ours cannot be taken
+// back), then reads the blob, and writes from that read, not from meta,
+// If-Match its ETag, so that nothing another holder wrote meanwhile is
+// undone. Only a claim still the blob's latest run is taken back; one that
+// a later claim archived cannot be (errArchived); one not there, nothing
+// is to do.
 func (l *Lease) takeBackRead(ctx context.Context) error {
 	const op = "take back the claim"
 	return retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
+		if _, err := l.b.api.acquireLease(rctx, l.ID, int(l.Duration/time.Second)); err != nil {
+			return renamed(err, op)
+		}
 		p, err := l.b.getProperties(rctx)
 		if err != nil {
 			return renamed(err, op)
@@ -301,7 +308,7 @@ func (l *Lease) takeBackRead(ctx context.Context) error {
 		md := takenBack(p.Metadata, l.preRun)
 		sent := time.Now()
 		ans, err := l.b.api.setMetadata(rctx, l.ID, p.etag, md)
-		if se := asStorageError(err); se != nil && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
+		if se := asStorageError(renamed(err, op)); se != nil && se.StatusCode == http.StatusPreconditionFailed && se.Code == codeConditionNotMet {
 			retry := *se // written since the read: read again
 			retry.kind = kindTransient
 			return &retry
