@@ -205,6 +205,10 @@ func (a *attempt) read(ctx context.Context) (poll, step, error) {
 	}
 	if !a.ownClaim(p) {
 		a.claimOverwritten(p)
+		// A claim of ours still to take back does not count: what is due
+		// is judged as if it had been taken back, as our next claim's
+		// write will.
+		p = a.takeBackHeld(p)
 	}
 	if err := a.skipAtRead(p); err != nil {
 		// A skip, unless the lease is free and a trigger waits to run

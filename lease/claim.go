@@ -327,6 +327,9 @@ func (a *attempt) claimOverwritten(p *Properties) {
 		a.e.log.Debug("a claim whose answer was lost had landed, and is again the latest run: to take back", "term", h.Term)
 		a.held = h
 	case h.archivedIn(p.Metadata):
+		// It landed, made from a version with any earlier claim of ours
+		// taken back (takeBackHeld): nothing older is left to take back.
+		a.held = nil
 		a.e.log.Warn("a claim whose answer was lost had landed, and another holder took the lease over it: history shows a run that never started, and it could not be taken back",
 			"term", h.Term)
 	}

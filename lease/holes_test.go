@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -567,6 +568,44 @@ func TestLapsedClaimTakenBackFromAFreeLease(t *testing.T) {
 				t.Errorf("a's term-%d claim, whose run never started, stands on a free blob (state %s); warnings: %q",
 					r.Term, b.State, strings.TrimSpace(logs.String()))
 			}
+		}
+		if b.State == blobsim.Leased {
+			t.Errorf("the lease acquired for the take-back is left held")
+		}
+	})
+}
+
+// A lapsed claim that is no longer in the blob (taken back already, as the
+// next claim's write does), while another host holds the lease: the
+// take-back's acquire is refused, its read finds nothing of ours, and no
+// warning says a claim could not be taken back.
+func TestLapsedTakeBackOfNothingWhileHeldIsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := blobsim.New()
+		ea := blobsimElector(t, svc, "a", "job")
+		la, err := ea.Acquire(t.Context(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimMD, preRun, term, id := maps.Clone(la.meta), maps.Clone(la.preRun), la.Term, la.ID
+		if err := la.ReleaseUnused(t.Context()); err != nil { // taken back: gone from the blob
+			t.Fatal(err)
+		}
+		lb, err := blobsimElector(t, svc, "b", "job").Acquire(t.Context(), WaitOptions{NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lb.Release(t.Context())
+		var logs bytes.Buffer
+		cfg := ea.Config()
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+		h := newLease(ea.b, cfg, ea.dice, id, la.tOK, la.AcquiredAt)
+		h.Term, h.meta, h.preRun, h.lapsed = term, claimMD, preRun, true
+		if err := h.ReleaseUnused(t.Context()); err != nil {
+			t.Errorf("release: %v", err)
+		}
+		if strings.Contains(logs.String(), "could not be taken back") {
+			t.Errorf("warned for a claim not in the blob (term %d): %q", term, logs.String())
 		}
 	})
 }

@@ -289,8 +289,9 @@ var errArchived = errors.New("another holder's claim came after it")
 func (l *Lease) takeBackRead(ctx context.Context) error {
 	const op = "take back the claim"
 	return retryTransient(ctx, l.dice, requestTimeout, func(rctx context.Context) error {
-		if _, err := l.b.api.acquireLease(rctx, l.ID, int(l.Duration/time.Second)); err != nil {
-			return renamed(err, op)
+		_, aerr := l.b.api.acquireLease(rctx, l.ID, int(l.Duration/time.Second))
+		if se := asStorageError(aerr); aerr != nil && (se == nil || se.Transient()) {
+			return renamed(aerr, op)
 		}
 		p, err := l.b.getProperties(rctx)
 		if err != nil {
@@ -303,7 +304,9 @@ func (l *Lease) takeBackRead(ctx context.Context) error {
 		case archived && !stands:
 			return errArchived
 		case !stands:
-			return nil
+			return nil // nothing of ours to take back, held by another or not
+		case aerr != nil:
+			return renamed(aerr, op) // stands, and the lease is another's (or the blob gone)
 		}
 		md := takenBack(p.Metadata, l.preRun)
 		sent := time.Now()
