@@ -511,13 +511,26 @@ func (k *checker) triggersNotLost() {
 	w := k.w
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for _, nonce := range slices.Sorted(maps.Keys(k.triggers)) {
+	// A trigger is kept if it ran, or if its run's claim is excused (its
+	// holder killed, say); or if one written after it was: the marker holds
+	// one trigger, and a later one replaces it only once it was seen taken
+	// (a claim that may yet be taken back), and one run after both answers
+	// both.
+	kept := func(nonce string) bool {
 		if k.triggerRan[nonce] != nil {
-			continue
+			return true
 		}
-		excused := false
 		for c, n := range k.consumed {
-			excused = excused || (n == nonce && k.excused[c])
+			if n == nonce && k.excused[c] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, nonce := range slices.Sorted(maps.Keys(k.triggers)) {
+		excused := false
+		for later, at := range k.triggers {
+			excused = excused || (at >= k.triggers[nonce] && kept(later))
 		}
 		if !excused {
 			msg := fmt.Sprintf("nothing lost: the trigger %s written at %s never ran", w.label(nonce), k.triggers[nonce].Round(time.Millisecond))
