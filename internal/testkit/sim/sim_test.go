@@ -149,8 +149,9 @@ var regressionSeeds = []uint64{
 	7391,                // a run start recorded, its answer lost, not taken back: a phantom run
 	45125, 45586, 53307, // a claim not handed over (the lease lapsed in a done check), recorded again as the latest run by another's take-back, never taken back when the lease came back: a phantom run
 	25262, 37047, 56373, 58153, // checker: every host down at once (a COMMAND ended, the other's guard failed) counted as a service left without a leader
-	78303, // checker: a trigger replaced by a later one (seen taken by a claim, then taken back) counted as lost, the later one spent by a holder killed at its claim
-	5417,  // the renewal before the handover by an acquire with our lease ID, after a done check retried past the lease's expiry: a claim overwritten meanwhile handed over (term going down)
+	112691, // checker: a --once-per tick lost to a guard that failed to start (its claim taken back, a reader skipping for it meanwhile) counted as a lost window
+	78303,  // checker: a trigger replaced by a later one (seen taken by a claim, then taken back) counted as lost, the later one spent by a holder killed at its claim
+	5417,   // the renewal before the handover by an acquire with our lease ID, after a done check retried past the lease's expiry: a claim overwritten meanwhile handed over (term going down)
 }
 
 // TestRegressionSeeds replays regressionSeeds.
