@@ -204,11 +204,16 @@ const (
 	// evictionMargin covers the scheduling and the storage round trips of a
 	// loaded machine (trials run in parallel on few cores).
 	evictionMargin = 1500 * time.Millisecond
+	// evictionHandoverMargin bounds the follower's start after the release
+	// loosely: far less than waiting out the lease, which is what it tells
+	// apart; how fast a handover is, the bench measures (a CI run beside
+	// other work once took 2.2 s).
+	evictionHandoverMargin = 5 * time.Second
 )
 
 // judgeEviction: the holder stepped down (exit 76) with its group dead
 // before NotBefore and within the kill grace of the event's appearance; the
-// follower's child began within a poll (plus margin) of the release; no
+// follower's child began within a poll (plus a loose margin) of the release; no
 // side approved the event.
 func (t *trial) judgeEviction(hg Group, gone bool) {
 	r := t.res
@@ -226,12 +231,12 @@ func (t *trial) judgeEviction(hg Group, gone bool) {
 	if r.ReleaseAt.IsZero() {
 		fail("the holder never released the lease")
 	}
-	limit := FollowerPoll*6/5 + evictionMargin
+	limit := FollowerPoll*6/5 + evictionHandoverMargin
 	switch h := r.Handover; {
 	case !h.OK:
 		fail("the follower's child never began after the release")
 	case h.D > limit:
-		fail("the follower's child began %s after the release: want within a poll (%s) plus %s", h, fmtDur(FollowerPoll*6/5), fmtDur(evictionMargin))
+		fail("the follower's child began %s after the release: want within a poll (%s) plus %s", h, fmtDur(FollowerPoll*6/5), fmtDur(evictionHandoverMargin))
 	}
 	if len(r.Posted) > 0 {
 		fail("leaderrun approved the event: a POST reached the metadata service of %v", r.Posted)
