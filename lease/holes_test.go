@@ -217,12 +217,7 @@ func TestEarlierClaimTakenBackByTheNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := svc.Blob("leases", "job")
-		var terms []int64
-		for _, r := range ReadHistory(b.Metadata, false) {
-			if r.Holder == "a" {
-				terms = append(terms, r.Term)
-			}
-		}
+		terms := historyTerms(b.Metadata, "a")
 		if len(terms) != 1 || terms[0] != l.Term {
 			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over", terms, l.Term)
 		}
@@ -274,12 +269,7 @@ func TestEarlierClaimTakenBackAfterARefusedWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := svc.Blob("leases", "job")
-		var terms []int64
-		for _, r := range ReadHistory(b.Metadata, false) {
-			if r.Holder == "a" {
-				terms = append(terms, r.Term)
-			}
-		}
+		terms := historyTerms(b.Metadata, "a")
 		if len(terms) != 1 || terms[0] != l.Term {
 			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over", terms, l.Term)
 		}
@@ -501,12 +491,7 @@ func TestLostAnswerClaimTakenBackByTheNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := svc.Blob("leases", "job")
-		var terms []int64
-		for _, r := range ReadHistory(b.Metadata, false) {
-			if r.Holder == "a" {
-				terms = append(terms, r.Term)
-			}
-		}
+		terms := historyTerms(b.Metadata, "a")
 		if len(terms) != 1 || terms[0] != l.Term {
 			t.Errorf("the history shows runs of terms %v by a; want only term %d, the one handed over (warnings: %q)",
 				terms, l.Term, strings.TrimSpace(logs.String()))
@@ -608,4 +593,15 @@ func TestLapsedTakeBackOfNothingWhileHeldIsQuiet(t *testing.T) {
 			t.Errorf("warned for a claim not in the blob (term %d): %q", term, logs.String())
 		}
 	})
+}
+
+// historyTerms is the terms of holder's runs in md's history, newest first.
+func historyTerms(md map[string]string, holder string) []int64 {
+	var terms []int64
+	for _, r := range ReadHistory(md, false) {
+		if r.Holder == holder {
+			terms = append(terms, r.Term)
+		}
+	}
+	return terms
 }
